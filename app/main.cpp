@@ -1,0 +1,48 @@
+// sluice entry point: picks the mode; configuration errors print one line and exit 2.
+#include <cstdio>
+#include <exception>
+#include <string_view>
+#include <vector>
+
+#include "app/modes.h"
+#include "common/config_error.h"
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: sluice <mode> [options]\n"
+    "modes:\n"
+    "  sidecar      queue-proxy drop-in, configured by Knative's env vars (or --flags)\n"
+    "  gateway      local serverless gateway: sluice gateway -- CMD ARGS\n"
+    "  run          run one app instance under the runtime: sluice run -- CMD ARGS\n"
+    "  autoscaler   KPA tools: sluice autoscaler simulate --trace FILE.csv\n"
+    "Run 'sluice <mode> --help' for a mode's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  // Knative passes no arguments to the queue sidecar image: no mode means sidecar.
+  std::string_view mode = args.empty() ? "sidecar" : args.front();
+  if (!args.empty()) args.erase(args.begin());
+  try {
+    using namespace sluice::app;
+    if (mode == "sidecar") return run_sidecar(args);
+    if (mode == "gateway") return run_gateway(args);
+    if (mode == "run") return run_instance(args);
+    if (mode == "autoscaler") return run_autoscaler(args);
+    if (mode == "--help" || mode == "-h" || mode == "help") {
+      std::fputs(kUsage.data(), stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "sluice: unknown mode '%.*s'\n%s", static_cast<int>(mode.size()), mode.data(),
+                 kUsage.data());
+    return 2;
+  } catch (const sluice::ConfigError& e) {
+    std::fprintf(stderr, "sluice: configuration error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sluice: fatal: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,16 @@
+// The sluice modes; each takes the arguments after its name and returns the process exit code.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace sluice::app {
+
+using Args = std::span<const std::string_view>;
+
+int run_sidecar(Args args);      // app/mode_sidecar.cpp: the queue-proxy drop-in
+int run_gateway(Args args);      // app/mode_gateway.cpp: local serverless gateway
+int run_autoscaler(Args args);   // app/mode_autoscaler.cpp: `autoscaler simulate|serve`
+int run_instance(Args args);     // app/mode_run.cpp: `run -- CMD`, one instance under the runtime
+
+}  // namespace sluice::app

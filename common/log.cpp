@@ -1,0 +1,165 @@
+// JSON-line logger: cheap when a level is off, one write(2) per line so concurrent workers never interleave.
+#include "common/log.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace sluice::log {
+namespace {
+
+std::atomic<int> g_level{static_cast<int>(Level::info)};
+std::string g_static_fields;  // written once before workers start
+
+const char* level_name(Level l) {
+  switch (l) {
+    case Level::debug: return "DEBUG";
+    case Level::info: return "INFO";
+    case Level::warn: return "WARN";
+    case Level::error: return "ERROR";
+  }
+  return "INFO";
+}
+
+}  // namespace
+
+void set_level(Level l) { g_level.store(static_cast<int>(l), std::memory_order_relaxed); }
+Level level() { return static_cast<Level>(g_level.load(std::memory_order_relaxed)); }
+void set_static_fields(std::string fields) { g_static_fields = std::move(fields); }
+
+bool parse_level(std::string_view t, Level& out) {
+  if (t == "debug") out = Level::debug;
+  else if (t == "info") out = Level::info;
+  else if (t == "warn" || t == "warning") out = Level::warn;
+  else if (t == "error" || t == "dpanic" || t == "panic" || t == "fatal") out = Level::error;
+  else return false;
+  return true;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[c >> 4]);
+          out.push_back(kHex[c & 0xf]);
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void append_timestamp(std::string& out) {
+  auto now = std::chrono::system_clock::now();
+  auto secs = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  out.append(buf, static_cast<std::size_t>(n));
+}
+
+void write_line(std::string& line) {
+  line.push_back('\n');
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = ::write(STDOUT_FILENO, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // stdout gone: nothing sensible left to do with a log line
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+Line::Line(Level l, std::string_view message) : enabled_(l >= level()) {
+  if (!enabled_) return;
+  buf_.reserve(256);
+  buf_ += "{\"severity\":\"";
+  buf_ += level_name(l);
+  buf_ += "\",\"timestamp\":\"";
+  append_timestamp(buf_);
+  buf_ += "\",\"logger\":\"sluice\",\"message\":";
+  append_json_string(buf_, message);
+  if (!g_static_fields.empty()) {
+    buf_.push_back(',');
+    buf_ += g_static_fields;
+  }
+}
+
+Line::~Line() {
+  if (!enabled_) return;
+  buf_.push_back('}');
+  write_line(buf_);
+}
+
+Line& Line::kv(std::string_view k, std::string_view v) {
+  if (!enabled_) return *this;
+  buf_.push_back(',');
+  append_json_string(buf_, k);
+  buf_.push_back(':');
+  append_json_string(buf_, v);
+  return *this;
+}
+
+Line& Line::kv(std::string_view k, std::int64_t v) {
+  if (!enabled_) return *this;
+  buf_.push_back(',');
+  append_json_string(buf_, k);
+  buf_.push_back(':');
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  buf_.append(tmp, r.ptr);
+  return *this;
+}
+
+Line& Line::kv(std::string_view k, std::uint64_t v) {
+  if (!enabled_) return *this;
+  buf_.push_back(',');
+  append_json_string(buf_, k);
+  buf_.push_back(':');
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  buf_.append(tmp, r.ptr);
+  return *this;
+}
+
+Line& Line::kv(std::string_view k, double v) {
+  if (!enabled_) return *this;
+  buf_.push_back(',');
+  append_json_string(buf_, k);
+  buf_.push_back(':');
+  char tmp[32];
+  int n = std::snprintf(tmp, sizeof tmp, "%.6g", v);
+  buf_.append(tmp, static_cast<std::size_t>(n));
+  return *this;
+}
+
+Line& Line::kv(std::string_view k, bool v) {
+  if (!enabled_) return *this;
+  buf_.push_back(',');
+  append_json_string(buf_, k);
+  buf_ += v ? ":true" : ":false";
+  return *this;
+}
+
+}  // namespace sluice::log
