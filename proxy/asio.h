@@ -1,0 +1,20 @@
+// Short names for the Asio/Beast types the data path uses everywhere.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace sluice::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+
+// Errors on the data path are values: every awaited operation yields (error_code, ...) instead of throwing.
+inline constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+
+}  // namespace sluice::proxy

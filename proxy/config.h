@@ -1,0 +1,45 @@
+// Configuration of the data plane: a plain struct, filled and validated once in app/, read-only afterwards.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace sluice::proxy {
+
+using Seconds = std::chrono::seconds;
+using Millis = std::chrono::milliseconds;
+
+struct Limits {
+  std::size_t max_header_bytes = 64 * 1024;  // request line + headers (431 beyond)
+  std::size_t max_header_count = 100;        // fields per request (431 beyond)
+  std::uint64_t max_body_bytes = 0;          // 0 = unlimited (413 beyond)
+  std::size_t max_connections = 10000;       // per process; further accepts are closed at once
+  std::size_t max_response_header_bytes = 64 * 1024;  // from the app (502 beyond)
+};
+
+struct Timeouts {
+  Millis request{Seconds(300)};       // whole exchange (REVISION_TIMEOUT_SECONDS); 0 = none
+  Millis response_start{0};           // until the first response byte; 0 = none
+  Millis idle{0};                     // since the last byte written to the client; 0 = none
+  Millis client_header{Seconds(60)};  // waiting for a complete request header (keep-alive idle too)
+  Millis upstream_connect{Seconds(5)};
+  Millis drain_in_flight{Seconds(60)};  // longest wait for in-flight exchanges at shutdown
+};
+
+struct ProxyConfig {
+  std::string listen_address = "0.0.0.0";  // "::" listens dual-stack
+  std::uint16_t port = 8012;                // 0 = ephemeral (logged)
+  std::string upstream_host = "127.0.0.1";
+  std::uint16_t upstream_port = 8080;
+  unsigned workers = 0;                      // 0 = one per available CPU
+  std::size_t upstream_max_idle = 1000;      // idle keep-alive connections kept per worker
+  std::size_t io_buffer_bytes = 64 * 1024;   // body relay buffer per direction per exchange
+  Limits limits;
+  Timeouts timeouts;
+  bool request_log = false;
+  std::string pod_ip;  // serverIp in the request log
+};
+
+}  // namespace sluice::proxy

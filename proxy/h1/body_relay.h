@@ -1,0 +1,30 @@
+// Streams one message body from a source socket to a destination socket through a fixed buffer,
+// re-framing it (length, chunked with trailers, or until close). Sequential read-then-write gives
+// back-pressure for free: nothing is read faster than the destination accepts it.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "proxy/h1/message.h"
+
+namespace sluice::proxy::h1 {
+
+struct RelayProgress {
+  std::uint64_t bytes = 0;                   // body bytes written to the destination
+  Clock::time_point* last_write = nullptr;   // refreshed on every write, for the idle timeout
+};
+
+// `head`, when non-empty, is written before (and in the same write as) the first body bytes.
+// `header_fields` is how many fields the head had, so fields the parser added later are trailers.
+template <bool isRequest>
+asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src_buffer,
+                                       http::parser<isRequest, http::buffer_body>& parser,
+                                       Framing in, tcp::socket& dst, Framing out,
+                                       std::span<char> scratch, std::string& head,
+                                       std::size_t header_fields, RelayProgress& progress);
+
+// Writes `head` alone (when a body cannot be merged with it).
+asio::awaitable<error_code> write_all(tcp::socket& dst, std::string_view bytes);
+
+}  // namespace sluice::proxy::h1

@@ -1,0 +1,426 @@
+// The HTTP/1.1 downstream connection; see connection.h.
+#include "proxy/h1/connection.h"
+
+#include <limits>
+
+#include "common/log.h"
+#include "proxy/h1/body_relay.h"
+#include "proxy/headers.h"
+#include "proxy/request_log.h"
+
+namespace sluice::proxy::h1 {
+namespace {
+
+constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+
+bool is_timeout_like(error_code ec) {
+  return ec == asio::error::operation_aborted || ec == asio::error::timed_out;
+}
+
+bool client_went_away(error_code ec) {
+  return ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == http::error::end_of_stream;
+}
+
+// Maps a request parse error to the status sluice answers with.
+unsigned status_for_parse_error(error_code ec) {
+  if (ec == http::error::header_limit) return 431;
+  if (ec == http::error::body_limit) return 413;
+  return 400;
+}
+
+// 1xx responses other than 101 are interim: 100 is swallowed (sluice answered the client's
+// Expect itself), others (103 Early Hints) are passed on.
+bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+
+Framing response_framing(const ResponseParser& p, bool head_request) {
+  auto status = p.get().result_int();
+  if (head_request || status == 204 || status == 304 || (status >= 100 && status < 200))
+    return Framing::none;
+  if (p.chunked()) return Framing::chunked;
+  if (p.content_length()) return *p.content_length() == 0 ? Framing::none : Framing::length;
+  return Framing::until_close;
+}
+
+std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
+  return v ? std::optional<std::uint64_t>(*v) : std::nullopt;
+}
+
+std::size_t field_count(const http::fields& f) {
+  return static_cast<std::size_t>(std::distance(f.begin(), f.end()));
+}
+
+// Completion flag a coroutine can wait on: a timer that never expires by itself, cancelled to signal.
+struct Completion {
+  explicit Completion(const asio::any_io_executor& ex) : timer(ex, Clock::time_point::max()) {}
+  asio::awaitable<void> wait() {
+    while (!done) co_await timer.async_wait(use_nothrow);
+  }
+  void signal() {
+    done = true;
+    timer.cancel();
+  }
+  asio::steady_timer timer;
+  bool done = false;
+};
+
+}  // namespace
+
+Connection::Connection(WorkerContext& worker, tcp::socket socket)
+    : worker_(worker),
+      down_(std::move(socket)),
+      watchdog_(down_.get_executor(), *this),
+      scratch_down_(worker.config.io_buffer_bytes),
+      scratch_up_(worker.config.io_buffer_bytes) {
+  error_code ec;
+  auto ep = down_.remote_endpoint(ec);
+  if (!ec) {
+    auto addr = ep.address();
+    if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+      addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+    peer_address_ = addr.to_string();
+    peer_ = addr.is_v6() ? "[" + peer_address_ + "]:" + std::to_string(ep.port())
+                         : peer_address_ + ":" + std::to_string(ep.port());
+  }
+  down_.set_option(tcp::no_delay(true), ec);
+  worker_.connections.insert(this);
+}
+
+Connection::~Connection() { worker_.connections.erase(this); }
+
+void Connection::close_when_idle() {
+  if (phase_ == Phase::awaiting_request) {
+    error_code ec;
+    down_.cancel(ec);
+  }
+}
+
+void Connection::set_phase(Phase p) {
+  phase_ = p;
+  phase_start_ = Clock::now();
+  last_write_ = phase_start_;
+  expired_ = Expired::nothing;
+  watchdog_.rearm();
+}
+
+Clock::time_point Connection::next_deadline() const {
+  const auto& t = worker_.config.timeouts;
+  constexpr auto never = Clock::time_point::max();
+  if (expired_ != Expired::nothing) return never;
+  auto d = never;
+  auto consider = [&d](Clock::time_point base, Millis limit) {
+    if (limit.count() > 0) d = std::min(d, base + limit);
+  };
+  switch (phase_) {
+    case Phase::awaiting_request:
+      consider(phase_start_, t.client_header);
+      break;
+    case Phase::exchanging:
+      consider(phase_start_, t.request);
+      if (!response_started_) consider(phase_start_, t.response_start);
+      consider(last_write_, t.idle);
+      break;
+    case Phase::tunnelling:
+      consider(last_write_, t.idle);
+      break;
+    case Phase::closed:
+      break;
+  }
+  return d;
+}
+
+void Connection::on_deadline() {
+  error_code ec;
+  switch (phase_) {
+    case Phase::awaiting_request: expired_ = Expired::client_header; break;
+    case Phase::exchanging: expired_ = Expired::exchange; break;
+    case Phase::tunnelling: expired_ = Expired::tunnel_idle; break;
+    case Phase::closed: return;
+  }
+  if (upstream_) upstream_->socket.cancel(ec);
+  down_.cancel(ec);
+}
+
+asio::awaitable<void> serve(WorkerContext& worker, tcp::socket socket) {
+  Connection c(worker, std::move(socket));
+  co_await c.run();
+}
+
+asio::awaitable<void> Connection::run() {
+  const auto& limits = worker_.config.limits;
+  while (!worker_.draining) {
+    set_phase(Phase::awaiting_request);
+    RequestParser parser;
+    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    parser.body_limit(limits.max_body_bytes ? limits.max_body_bytes : kUnlimited);
+    auto [ec, n] = co_await http::async_read_header(down_, down_buffer_, parser, use_nothrow);
+    (void)n;
+    if (ec) {
+      // A client that leaves (or idles out) between requests gets no answer; a malformed or
+      // oversized head gets one, then the connection closes since its framing cannot be trusted.
+      if (client_went_away(ec) || is_timeout_like(ec) || !parser.got_some()) break;
+      set_phase(Phase::exchanging);
+      record_ = ExchangeRecord{.start = Clock::now(), .peer = peer_};
+      co_await respond_locally(status_for_parse_error(ec),
+                               status_for_parse_error(ec) == 431 ? "request header fields too large"
+                               : status_for_parse_error(ec) == 413 ? "request body too large"
+                                                                   : "bad request: " + ec.message(),
+                               false);
+      break;
+    }
+    set_phase(Phase::exchanging);
+    bool keep = co_await exchange(parser);
+    if (!keep) break;
+  }
+  phase_ = Phase::closed;
+  error_code ec;
+  down_.shutdown(tcp::socket::shutdown_send, ec);
+  down_.close(ec);
+}
+
+asio::awaitable<bool> Connection::respond_locally(unsigned status, std::string_view body,
+                                                  bool keep_alive) {
+  record_.status = static_cast<int>(status);
+  head_.clear();
+  format_local_response(head_, status, body, keep_alive, record_.request_id);
+  auto ec = co_await write_all(down_, head_);
+  record_.response_bytes = body.size() + 1;
+  if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
+  co_return keep_alive && !ec;
+}
+
+// One place maps failures of an exchange to what the client sees.
+asio::awaitable<bool> Connection::fail_exchange(error_code ec, std::string_view what,
+                                                bool keep_alive) {
+  if (response_started_) {
+    // Mid-response there is no status left to send: closing tells the client the body is cut.
+    record_.status = record_.status ? record_.status : 502;
+    if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
+    co_return false;
+  }
+  if (expired_ == Expired::exchange) co_return co_await respond_locally(504, "request timeout", false);
+  std::string body = "bad gateway: ";
+  body += what;
+  body += ": ";
+  body += ec.message();
+  co_return co_await respond_locally(502, body, keep_alive);
+}
+
+asio::awaitable<void> Connection::pump_request_body(RequestParser& parser, UpstreamConnection& up,
+                                                    Framing in, Framing out,
+                                                    std::size_t header_fields, error_code& result) {
+  std::string no_head;
+  RelayProgress progress;
+  result = co_await relay_body(down_, down_buffer_, parser, in, up.socket, out,
+                               std::span(scratch_down_), no_head, header_fields, progress);
+  record_.request_bytes = progress.bytes;
+}
+
+asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
+  auto& req = parser.get();
+  const auto& limits = worker_.config.limits;
+  record_ = ExchangeRecord{.start = phase_start_,
+                           .method = std::string(req.method_string()),
+                           .target = std::string(req.target()),
+                           .user_agent = std::string(req[http::field::user_agent]),
+                           .referer = std::string(req[http::field::referer]),
+                           .peer = peer_};
+  response_started_ = false;
+  bool keep_alive = req.keep_alive() && !worker_.draining;
+  std::size_t header_fields = field_count(req.base());
+
+  if (header_fields > limits.max_header_count)
+    co_return co_await respond_locally(431, "too many header fields", false);
+  if (req.version() >= 11 && req.find(http::field::host) == req.end())
+    co_return co_await respond_locally(400, "bad request: missing Host header", false);
+
+  Framing body = parser.chunked() ? Framing::chunked
+                 : (parser.content_length().value_or(0) > 0) ? Framing::length
+                                                             : Framing::none;
+  bool expect_continue = body != Framing::none &&
+                         iequals(req[http::field::expect], "100-continue");
+  auto upgrade_to = req[http::field::upgrade];
+  bool upgrade = !upgrade_to.empty() && !iequals(upgrade_to, "h2c") &&
+                 listed_in_connection(req[http::field::connection], "upgrade");
+
+  std::string generated_id = worker_.request_ids.next();
+  std::string request_head;
+  request_head.reserve(512 + header_fields * 48);
+  RequestRewrite rw{.peer_address = peer_address_,
+                    .scheme = worker_.scheme,
+                    .generated_request_id = &generated_id,
+                    .keep_upgrade = upgrade};
+  format_upstream_request(request_head, req, body, to_std(parser.content_length()), rw, record_.request_id,
+                          record_.trace_id);
+
+  // A small body already received in full travels in the same write as the head.
+  bool body_inline = body == Framing::length && !expect_continue &&
+                     down_buffer_.size() >= *parser.content_length();
+  std::size_t inline_bytes = body_inline ? static_cast<std::size_t>(*parser.content_length()) : 0;
+
+  std::unique_ptr<UpstreamConnection> up;
+  ResponseParser* rp = nullptr;
+  std::optional<ResponseParser> response;
+  error_code pump_ec;
+  Completion pump_done(down_.get_executor());
+  bool pumping = false;
+  const bool head_request = req.method() == http::verb::head;
+
+  for (int attempt = 0;; ++attempt) {
+    auto [cec, conn] = co_await worker_.pool.acquire();
+    if (expired_ == Expired::exchange) co_return co_await fail_exchange(cec, "connect", false);
+    if (cec) co_return co_await fail_exchange(cec, "upstream connect error", keep_alive && body == Framing::none);
+    up = std::move(conn);
+    upstream_ = up.get();
+
+    std::array<asio::const_buffer, 2> first{asio::buffer(request_head),
+                                            asio::buffer(down_buffer_.data().data(), inline_bytes)};
+    auto [wec, wn] = co_await asio::async_write(up->socket, first, use_nothrow);
+    (void)wn;
+    error_code ec = wec;
+    if (!ec && body != Framing::none && !body_inline) {
+      if (expect_continue) {
+        static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (auto e = co_await write_all(down_, k100)) co_return false;
+      }
+      pumping = true;
+      asio::co_spawn(down_.get_executor(),
+                     [&]() -> asio::awaitable<void> {
+                       co_await pump_request_body(parser, *up, body, body, header_fields, pump_ec);
+                       pump_done.signal();
+                     },
+                     asio::detached);
+    }
+    // Read the response head, passing interim responses on.
+    while (!ec) {
+      response.emplace();
+      rp = &*response;
+      rp->header_limit(static_cast<std::uint32_t>(limits.max_response_header_bytes));
+      rp->body_limit(kUnlimited);
+      if (head_request) rp->skip(true);
+      auto [rec, rn] = co_await http::async_read_header(up->socket, up->buffer, *rp, use_nothrow);
+      (void)rn;
+      ec = rec;
+      if (ec || !is_interim(rp->get().result_int())) break;
+      if (rp->get().result_int() != 100) {
+        head_.clear();
+        format_downstream_response(head_, rp->get().base(), Framing::none, std::nullopt, true, false,
+                                   req.version());
+        if (co_await write_all(down_, head_)) ec = asio::error::connection_aborted;
+      }
+    }
+    if (!ec) break;
+
+    // Nothing came back. A pooled connection the app closed meanwhile is retried once on a fresh one
+    // when no body bytes were committed to it.
+    bool retry = up->reused && attempt == 0 && body != Framing::chunked && !pumping &&
+                 expired_ == Expired::nothing && !rp->got_some() &&
+                 (ec == asio::error::eof || ec == asio::error::connection_reset ||
+                  ec == asio::error::broken_pipe);
+    if (pumping) {
+      error_code ignore;
+      up->socket.cancel(ignore);
+      down_.cancel(ignore);
+      co_await pump_done.wait();
+    }
+    upstream_ = nullptr;
+    up.reset();
+    if (!retry) co_return co_await fail_exchange(ec, "upstream", false);
+  }
+  if (body_inline) {
+    down_buffer_.consume(inline_bytes);
+    record_.request_bytes = inline_bytes;
+  }
+
+  // The response head is here: from now on a failure can only cut the response.
+  auto& res = rp->get();
+  record_.status = static_cast<int>(res.result_int());
+  bool upgraded = upgrade && res.result_int() == 101;
+  Framing up_framing = upgraded ? Framing::none : response_framing(*rp, head_request);
+  Framing down_framing = downstream_framing(up_framing, req.version());
+  if (down_framing == Framing::until_close) keep_alive = false;
+  std::optional<std::uint64_t> content_length = to_std(rp->content_length());
+
+  head_.clear();
+  format_downstream_response(head_, res.base(), down_framing, content_length, keep_alive, upgraded,
+                             req.version());
+  response_started_ = true;
+  RelayProgress progress{.last_write = &last_write_};
+  error_code rec = co_await relay_body(up->socket, up->buffer, *rp, up_framing, down_, down_framing,
+                                       std::span(scratch_up_), head_, field_count(res.base()), progress);
+  record_.response_bytes = progress.bytes;
+
+  bool upstream_clean = !pumping || pump_done.done;
+  if (pumping) {
+    if (!pump_done.done) {
+      // The app answered before reading the whole request body: stop reading it, and since the
+      // client's framing is now out of step, end the connection after this response.
+      error_code ignore;
+      up->socket.cancel(ignore);
+      down_.cancel(ignore);
+      keep_alive = false;
+    }
+    co_await pump_done.wait();
+    if (pump_ec) keep_alive = false;
+  }
+  upstream_ = nullptr;
+  if (rec) {
+    if (!client_went_away(rec) && !is_timeout_like(rec))
+      log::warn("response relay failed").kv("error", rec.message()).kv("request_id", record_.request_id);
+    co_return co_await fail_exchange(rec, "response", false);
+  }
+  if (upgraded) {
+    set_phase(Phase::tunnelling);
+    co_await tunnel(*up);
+    if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
+    co_return false;
+  }
+  if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
+  if (upstream_clean && !pump_ec && rp->keep_alive() && up_framing != Framing::until_close)
+    worker_.pool.release(std::move(up));
+  co_return keep_alive;
+}
+
+asio::awaitable<void> Connection::tunnel(UpstreamConnection& up) {
+  // Bytes that arrived behind the heads belong to the new protocol.
+  if (down_buffer_.size() > 0) {
+    auto [ec, n] = co_await asio::async_write(up.socket, down_buffer_.data(), use_nothrow);
+    if (ec) co_return;
+    down_buffer_.consume(n);
+  }
+  if (up.buffer.size() > 0) {
+    auto [ec, n] = co_await asio::async_write(down_, up.buffer.data(), use_nothrow);
+    if (ec) co_return;
+    up.buffer.consume(n);
+  }
+  auto copy = [this](tcp::socket& from, tcp::socket& to,
+                     std::vector<char>& buf) -> asio::awaitable<void> {
+    while (true) {
+      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), use_nothrow);
+      error_code ignore;
+      if (ec == asio::error::eof) {
+        to.shutdown(tcp::socket::shutdown_send, ignore);  // pass the half-close on
+        co_return;
+      }
+      if (ec) break;
+      last_write_ = Clock::now();
+      auto [wec, wn] = co_await asio::async_write(to, asio::buffer(buf.data(), n), use_nothrow);
+      (void)wn;
+      if (wec) break;
+    }
+    error_code ignore;  // one side failed: end both directions
+    from.cancel(ignore);
+    to.cancel(ignore);
+  };
+  Completion upward(down_.get_executor());
+  asio::co_spawn(down_.get_executor(),
+                 [&]() -> asio::awaitable<void> {
+                   co_await copy(down_, up.socket, scratch_down_);
+                   upward.signal();
+                 },
+                 asio::detached);
+  co_await copy(up.socket, down_, scratch_up_);
+  co_await upward.wait();
+}
+
+}  // namespace sluice::proxy::h1

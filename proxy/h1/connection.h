@@ -1,0 +1,63 @@
+// One downstream HTTP/1.1 connection: reads requests in order (keep-alive, pipelining), forwards each
+// to the app, relays the response, and enforces the connection's and the exchange's deadlines.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/exchange.h"
+#include "proxy/h1/message.h"
+#include "proxy/watchdog.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy::h1 {
+
+class Connection final : private Watchdog::Target, public ConnectionHandle {
+ public:
+  Connection(WorkerContext& worker, tcp::socket socket);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  asio::awaitable<void> run();
+  void close_when_idle() override;
+
+ private:
+  enum class Phase { awaiting_request, exchanging, tunnelling, closed };
+  enum class Expired { nothing, client_header, exchange, tunnel_idle };
+
+  // Serves one parsed request; returns whether the connection may carry another.
+  asio::awaitable<bool> exchange(RequestParser& parser);
+  asio::awaitable<bool> respond_locally(unsigned status, std::string_view body, bool keep_alive);
+  asio::awaitable<bool> fail_exchange(error_code ec, std::string_view what, bool keep_alive);
+  asio::awaitable<void> pump_request_body(RequestParser& parser, UpstreamConnection& up, Framing in,
+                                          Framing out, std::size_t header_fields, error_code& result);
+  asio::awaitable<void> tunnel(UpstreamConnection& up);
+
+  Clock::time_point next_deadline() const override;
+  void on_deadline() override;
+  void set_phase(Phase p);
+
+  WorkerContext& worker_;
+  tcp::socket down_;
+  beast::flat_buffer down_buffer_;
+  std::string peer_address_;   // client IP
+  std::string peer_;           // client ip:port
+  Watchdog watchdog_;
+  std::vector<char> scratch_down_, scratch_up_;  // one body buffer per direction
+  std::string head_;           // the head being written, reused across exchanges
+
+  Phase phase_ = Phase::awaiting_request;
+  Clock::time_point phase_start_;
+  Clock::time_point last_write_;  // last byte written to the client (idle timeout)
+  bool response_started_ = false;
+  Expired expired_ = Expired::nothing;
+  UpstreamConnection* upstream_ = nullptr;  // in use by the current exchange, for cancellation
+  ExchangeRecord record_;
+};
+
+// Accepted-socket entry point: owns the Connection for its whole life.
+asio::awaitable<void> serve(WorkerContext& worker, tcp::socket socket);
+
+}  // namespace sluice::proxy::h1

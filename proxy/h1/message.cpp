@@ -1,0 +1,179 @@
+// HTTP/1.1 message heads; see message.h.
+#include "proxy/h1/message.h"
+
+#include <charconv>
+
+#include "proxy/headers.h"
+
+namespace sluice::proxy::h1 {
+namespace {
+
+void append_uint(std::string& out, std::uint64_t v) {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  out.append(tmp, r.ptr);
+}
+
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+  out += name;
+  out += ": ";
+  out += value;
+  out += "\r\n";
+}
+
+// Connection tokens other than the ones every peer sends name extra hop-by-hop fields.
+struct ConnectionTokens {
+  std::string_view value;
+  bool names_fields = false;
+  explicit ConnectionTokens(std::string_view v) : value(v) {
+    names_fields = !(v.empty() || iequals(v, "keep-alive") || iequals(v, "close") ||
+                     iequals(v, "upgrade"));
+  }
+  bool lists(std::string_view name) const { return names_fields && listed_in_connection(value, name); }
+};
+
+bool skip_end_to_end(const ConnectionTokens& conn, http::field f, std::string_view name) {
+  switch (f) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::transfer_encoding:
+    case http::field::te:
+    case http::field::upgrade:
+    case http::field::content_length:
+    case http::field::proxy_authenticate:
+    case http::field::proxy_authorization:
+      return true;
+    default:
+      return conn.lists(name);
+  }
+}
+
+}  // namespace
+
+Framing downstream_framing(Framing upstream, unsigned client_version) {
+  if (upstream == Framing::until_close && client_version >= 11) return Framing::chunked;
+  if (upstream == Framing::chunked && client_version < 11) return Framing::until_close;
+  return upstream;
+}
+
+void format_upstream_request(std::string& out, const http::request_header<>& req, Framing body,
+                             std::optional<std::uint64_t> content_length, const RequestRewrite& rw,
+                             std::string& request_id, std::string& trace_id) {
+  ConnectionTokens conn(req[http::field::connection]);
+  out += req.method_string();
+  out += ' ';
+  out += req.target();
+  out += " HTTP/1.1\r\n";
+
+  std::string xff, forwarded;
+  std::string_view xfp, xfh;
+  bool te_trailers = false;
+  for (const auto& f : req) {
+    auto name = f.name_string();
+    auto value = f.value();
+    auto id = f.name();
+    if (id == http::field::te) {
+      te_trailers = te_trailers || listed_in_connection(value, "trailers");
+      continue;
+    }
+    if (id == http::field::expect) continue;  // sluice answers 100-continue itself
+    if (id == http::field::http2_settings) continue;  // h2c upgrade offers are declined on HTTP/1.1
+    if (skip_end_to_end(conn, id, name)) continue;
+    if (id == http::field::forwarded) {
+      if (!forwarded.empty()) forwarded += ", ";
+      forwarded += value;
+      continue;
+    }
+    if (id == http::field::unknown) {
+      if (iequals(name, "x-forwarded-for")) {
+        if (!xff.empty()) xff += ", ";
+        xff += value;
+        continue;
+      }
+      if (iequals(name, "x-forwarded-proto")) xfp = value;
+      else if (iequals(name, "x-forwarded-host")) xfh = value;
+      else if (iequals(name, "x-request-id")) request_id = value;
+      else if (iequals(name, "x-b3-traceid")) trace_id = value;
+    }
+    append_field(out, name, value);
+  }
+
+  // RFC 7239 first (queue-proxy's shim reads the X-Forwarded-* the client sent), then this hop.
+  if (forwarded.empty()) forwarded = forwarded_from_x_forwarded(xff, xfh, xfp);
+  append_forwarded_hop(forwarded, rw.peer_address, rw.scheme);
+  append_x_forwarded_for(xff, rw.peer_address);
+  append_field(out, "X-Forwarded-For", xff);
+  append_field(out, "Forwarded", forwarded);
+  if (xfp.empty()) append_field(out, "X-Forwarded-Proto", rw.scheme);
+  if (request_id.empty() && rw.generated_request_id) {
+    request_id = std::move(*rw.generated_request_id);
+    append_field(out, "X-Request-Id", request_id);
+  }
+  if (te_trailers) out += "TE: trailers\r\n";
+  if (body == Framing::chunked) {
+    out += "Transfer-Encoding: chunked\r\n";
+  } else if (body == Framing::length && content_length) {
+    out += "Content-Length: ";
+    append_uint(out, *content_length);
+    out += "\r\n";
+  } else if (content_length) {
+    out += "Content-Length: 0\r\n";  // keep an explicit zero: some apps insist on it for POST
+  }
+  if (rw.keep_upgrade) {
+    out += "Connection: Upgrade\r\n";
+    append_field(out, "Upgrade", req[http::field::upgrade]);
+  }
+  out += "\r\n";
+}
+
+void format_downstream_response(std::string& out, const http::response_header<>& res,
+                                Framing body, std::optional<std::uint64_t> content_length,
+                                bool keep_alive, bool upgrade,
+                                unsigned client_version) {
+  ConnectionTokens conn(res[http::field::connection]);
+  out += "HTTP/1.1 ";
+  append_uint(out, res.result_int());
+  out += ' ';
+  auto reason = res.reason();
+  out += reason.empty() ? http::obsolete_reason(res.result()) : reason;
+  out += "\r\n";
+  for (const auto& f : res) {
+    if (skip_end_to_end(conn, f.name(), f.name_string())) continue;
+    append_field(out, f.name_string(), f.value());
+  }
+  if (body == Framing::chunked) {
+    out += "Transfer-Encoding: chunked\r\n";
+  } else if (content_length && (body == Framing::length || body == Framing::none)) {
+    out += "Content-Length: ";
+    append_uint(out, *content_length);
+    out += "\r\n";
+  }
+  if (upgrade) {
+    out += "Connection: Upgrade\r\n";
+    append_field(out, "Upgrade", res[http::field::upgrade]);
+  } else if (!keep_alive) {
+    out += "Connection: close\r\n";
+  } else if (client_version < 11) {
+    out += "Connection: keep-alive\r\n";
+  }
+  out += "\r\n";
+}
+
+void format_local_response(std::string& out, unsigned status, std::string_view body, bool keep_alive,
+                           std::string_view request_id) {
+  out += "HTTP/1.1 ";
+  append_uint(out, status);
+  out += ' ';
+  out += http::obsolete_reason(static_cast<http::status>(status));
+  out += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
+  append_uint(out, body.size() + 1);
+  out += "\r\n";
+  if (!request_id.empty()) append_field(out, "X-Request-Id", request_id);
+  if (!keep_alive) out += "Connection: close\r\n";
+  out += "\r\n";
+  out += body;
+  out += '\n';
+}
+
+}  // namespace sluice::proxy::h1

@@ -1,0 +1,139 @@
+// Header policy on the request path; see headers.h.
+#include "proxy/headers.h"
+
+#include <array>
+#include <random>
+
+namespace sluice::proxy {
+namespace {
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+bool is_hop_by_hop(std::string_view name) {
+  static constexpr std::array<std::string_view, 8> kHop = {
+      "connection", "keep-alive",          "proxy-connection",  "transfer-encoding",
+      "te",         "proxy-authenticate", "proxy-authorization", "upgrade"};
+  for (auto h : kHop)
+    if (iequals(name, h)) return true;
+  return false;
+}
+
+bool listed_in_connection(std::string_view value, std::string_view name) {
+  while (!value.empty()) {
+    auto comma = value.find(',');
+    auto token = trim(value.substr(0, comma));
+    if (iequals(token, name)) return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+std::string forwarded_node(std::string_view address) {
+  address = trim(address);
+  if (address.find(':') == std::string_view::npos) return std::string(address);
+  std::string out;
+  out.reserve(address.size() + 4);
+  out.push_back('"');
+  if (address.front() != '[') out.push_back('[');
+  out.append(address);
+  if (address.front() != '[') out.push_back(']');
+  out.push_back('"');
+  return out;
+}
+
+std::string forwarded_from_x_forwarded(std::string_view xff, std::string_view xfh,
+                                       std::string_view xfp) {
+  if (xff.empty() && xfh.empty() && xfp.empty()) return {};
+  std::string out;
+  // First element: for (first XFF node), host, proto — in queue-proxy's order.
+  std::string_view rest = xff;
+  bool have_pair = false;
+  if (!xff.empty()) {
+    auto comma = rest.find(',');
+    out += "for=";
+    out += forwarded_node(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    have_pair = true;
+  }
+  if (!xfh.empty()) {
+    if (have_pair) out.push_back(';');
+    out += "host=";
+    out += xfh;
+    have_pair = true;
+  }
+  if (!xfp.empty()) {
+    if (have_pair) out.push_back(';');
+    out += "proto=";
+    out += xfp;
+  }
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    out += ", for=";
+    out += forwarded_node(rest.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+void append_forwarded_hop(std::string& forwarded, std::string_view peer, std::string_view proto) {
+  if (!forwarded.empty()) forwarded += ", ";
+  forwarded += "for=";
+  forwarded += forwarded_node(peer);
+  forwarded += ";proto=";
+  forwarded += proto;
+}
+
+void append_x_forwarded_for(std::string& xff, std::string_view peer) {
+  if (!trim(xff).empty()) xff += ", ";
+  xff += peer;
+}
+
+RequestIdGenerator::RequestIdGenerator() {
+  std::random_device rd;
+  state_ = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+// splitmix64: fast, well distributed, and enough for ids that only need to be unique, not secret.
+std::uint64_t RequestIdGenerator::next64() {
+  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+std::string RequestIdGenerator::next() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::uint64_t hi = next64(), lo = next64();
+  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
+  std::string out(36, '-');
+  int pos = 0;
+  auto put = [&](std::uint64_t v, int nibbles) {
+    for (int i = nibbles - 1; i >= 0; --i) {
+      if (pos == 8 || pos == 13 || pos == 18 || pos == 23) ++pos;
+      out[static_cast<std::size_t>(pos++)] = kHex[(v >> (i * 4)) & 0xf];
+    }
+  };
+  put(hi, 16);
+  put(lo, 16);
+  return out;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,132 @@
+// Workers and acceptors; see server.h.
+#include "proxy/server.h"
+
+#include <sys/socket.h>
+
+#include <system_error>
+#include <thread>
+
+#include "common/log.h"
+#include "proxy/asio.h"
+#include "proxy/h1/connection.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy {
+
+class Worker {
+ public:
+  Worker(const ProxyConfig& config, std::atomic<std::size_t>& open, tcp::endpoint upstream)
+      : io_(1), acceptor_(io_), context_(config, io_.get_executor(), upstream), open_(open) {}
+
+  std::uint16_t bind(const tcp::endpoint& ep) {
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+    acceptor_.set_option(reuse_port(true));
+    if (ep.address().is_v6()) acceptor_.set_option(asio::ip::v6_only(false));
+    acceptor_.bind(ep);
+    acceptor_.listen(asio::socket_base::max_listen_connections);
+    return acceptor_.local_endpoint().port();
+  }
+
+  void start() {
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  // Runs on the worker's thread: stop accepting, close idle connections, let the rest finish.
+  void begin_shutdown() {
+    asio::post(io_, [this] {
+      error_code ec;
+      acceptor_.close(ec);
+      context_.draining = true;
+      context_.pool.close_idle();
+      // Copy: closing may erase from the set.
+      std::vector<ConnectionHandle*> conns(context_.connections.begin(), context_.connections.end());
+      for (auto* c : conns) c->close_when_idle();
+    });
+  }
+
+  void stop() { io_.stop(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool idle() const { return io_.stopped(); }
+
+ private:
+  asio::awaitable<void> accept_loop() {
+    const auto max = context_.config.limits.max_connections;
+    while (true) {
+      auto [ec, socket] = co_await acceptor_.async_accept(use_nothrow);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        // Out of descriptors and the like: back off briefly instead of spinning.
+        log::warn("accept failed").kv("error", ec.message());
+        asio::steady_timer pause(io_, std::chrono::milliseconds(50));
+        co_await pause.async_wait(use_nothrow);
+        continue;
+      }
+      if (open_.fetch_add(1, std::memory_order_relaxed) >= max) {
+        open_.fetch_sub(1, std::memory_order_relaxed);
+        error_code ignore;
+        socket.close(ignore);  // over the connection limit: refuse by closing
+        continue;
+      }
+      asio::co_spawn(io_, h1::serve(context_, std::move(socket)),
+                     [this](std::exception_ptr e) {
+                       open_.fetch_sub(1, std::memory_order_relaxed);
+                       if (!e) return;
+                       try {
+                         std::rethrow_exception(e);
+                       } catch (const std::exception& ex) {
+                         log::error("connection failed").kv("error", ex.what());
+                       }
+                     });
+    }
+  }
+
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  WorkerContext context_;
+  std::atomic<std::size_t>& open_;
+  std::thread thread_;
+};
+
+Server::Server(ProxyConfig config) : config_(std::move(config)) {
+  unsigned n = config_.workers ? config_.workers : std::max(1u, std::thread::hardware_concurrency());
+  tcp::endpoint upstream(asio::ip::make_address(config_.upstream_host), config_.upstream_port);
+  for (unsigned i = 0; i < n; ++i)
+    workers_.push_back(std::make_unique<Worker>(config_, open_connections_, upstream));
+}
+
+Server::~Server() {
+  for (auto& w : workers_) w->stop();
+  for (auto& w : workers_) w->join();
+}
+
+void Server::start() {
+  auto address = asio::ip::make_address(config_.listen_address);
+  std::uint16_t port = config_.port;
+  for (auto& w : workers_) {
+    try {
+      port = w->bind(tcp::endpoint(address, port));  // port 0: the first bind picks, the rest share it
+    } catch (const boost::system::system_error& e) {
+      throw std::system_error(e.code(), "listen on " + config_.listen_address + ":" +
+                                            std::to_string(port));
+    }
+  }
+  port_ = port;
+  for (auto& w : workers_) w->start();
+}
+
+void Server::shutdown(Millis grace) {
+  for (auto& w : workers_) w->begin_shutdown();
+  auto deadline = Clock::now() + grace;
+  for (auto& w : workers_) {
+    while (!w->idle() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    w->stop();
+    w->join();
+  }
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,42 @@
+// The listening side of the proxy: N workers, each an io_context on its own thread with its own
+// SO_REUSEPORT acceptor, so a connection lives and dies on one thread and the hot path takes no lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "proxy/config.h"
+
+namespace sluice::proxy {
+
+class Worker;
+
+class Server {
+ public:
+  explicit Server(ProxyConfig config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds every worker's acceptor (throws std::system_error naming the address on failure) and starts
+  // the worker threads.
+  void start();
+  std::uint16_t port() const { return port_; }
+  unsigned workers() const { return static_cast<unsigned>(workers_.size()); }
+
+  // Stops accepting, lets in-flight exchanges finish (keep-alive connections close after their current
+  // exchange) for at most `grace`, then stops the workers. Returns once every worker thread has ended.
+  void shutdown(Millis grace);
+
+  std::size_t open_connections() const { return open_connections_.load(std::memory_order_relaxed); }
+
+ private:
+  ProxyConfig config_;
+  std::uint16_t port_ = 0;
+  std::atomic<std::size_t> open_connections_{0};
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace sluice::proxy
