@@ -1,0 +1,153 @@
+#include "app/sidecar_config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "common/config_error.h"
+
+namespace sluice::app {
+namespace {
+
+const std::map<std::string, std::string> kRequired = {
+    {"CONTAINER_CONCURRENCY", "10"},   {"QUEUE_SERVING_PORT", "8012"},
+    {"QUEUE_SERVING_TLS_PORT", "8112"}, {"USER_PORT", "8080"},
+    {"REVISION_TIMEOUT_SECONDS", "300"}, {"SERVING_NAMESPACE", "default"},
+    {"SERVING_CONFIGURATION", "hello"}, {"SERVING_REVISION", "hello-00001"},
+    {"SERVING_POD", "hello-00001-deployment-abc"}, {"SERVING_POD_IP", "10.0.0.7"},
+    {"SERVING_LOGGING_CONFIG", ""},    {"SERVING_LOGGING_LEVEL", "info"},
+};
+
+EnvLookup env_of(std::map<std::string, std::string> m) {
+  return [m = std::move(m)](std::string_view k) -> std::optional<std::string> {
+    auto it = m.find(std::string(k));
+    if (it == m.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string error_of(std::map<std::string, std::string> env, std::vector<std::string_view> flags = {}) {
+  try {
+    parse_sidecar_config(env_of(std::move(env)), flags);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SidecarConfig, ReadsKnativeVariables) {
+  auto c = parse_sidecar_config(env_of(kRequired), {});
+  EXPECT_EQ(c.container_concurrency, 10);
+  EXPECT_EQ(c.proxy.port, 8012);
+  EXPECT_EQ(c.tls_port, 8112);
+  EXPECT_EQ(c.proxy.upstream_port, 8080);
+  EXPECT_EQ(c.proxy.upstream_host, "127.0.0.1");
+  EXPECT_EQ(c.proxy.timeouts.request, std::chrono::seconds(300));
+  EXPECT_EQ(c.proxy.timeouts.response_start.count(), 0);
+  EXPECT_EQ(c.revision, "hello-00001");
+  EXPECT_EQ(c.pod_ip, "10.0.0.7");
+  EXPECT_EQ(c.proxy.upstream_max_idle, 10u);  // = container concurrency, as queue-proxy
+  EXPECT_FALSE(c.proxy.request_log);
+}
+
+TEST(SidecarConfig, EachMissingRequiredVariableIsNamed) {
+  for (const auto& [name, value] : kRequired) {
+    auto env = kRequired;
+    env.erase(name);
+    auto err = error_of(env);
+    EXPECT_NE(err.find(name), std::string::npos) << "missing " << name << " gave: " << err;
+  }
+}
+
+TEST(SidecarConfig, AllMissingVariablesAreNamedAtOnce) {
+  auto err = error_of({});
+  for (const auto& [name, value] : kRequired) EXPECT_NE(err.find(name), std::string::npos) << name;
+}
+
+TEST(SidecarConfig, EmptyLoggingConfigIsAllowed) {
+  EXPECT_EQ(error_of(kRequired), "");
+}
+
+TEST(SidecarConfig, MalformedValuesNameTheVariableAndTheValue) {
+  struct Case { std::string var, value; };
+  for (const auto& c : std::vector<Case>{{"CONTAINER_CONCURRENCY", "ten"},
+                                         {"CONTAINER_CONCURRENCY", "-1"},
+                                         {"QUEUE_SERVING_PORT", "70000"},
+                                         {"USER_PORT", "0"},
+                                         {"REVISION_TIMEOUT_SECONDS", "5s"},
+                                         {"SERVING_LOGGING_LEVEL", "loud"},
+                                         {"SERVING_ENABLE_REQUEST_LOG", "yes please"},
+                                         {"REVISION_IDLE_TIMEOUT_SECONDS", "x"}}) {
+    auto env = kRequired;
+    env[c.var] = c.value;
+    auto err = error_of(env);
+    EXPECT_NE(err.find(c.var), std::string::npos) << c.var << "=" << c.value << " gave: " << err;
+    EXPECT_NE(err.find(c.value), std::string::npos) << c.var << "=" << c.value << " gave: " << err;
+  }
+}
+
+TEST(SidecarConfig, FlagsWinOverEnvironment) {
+  auto c = parse_sidecar_config(env_of(kRequired), std::vector<std::string_view>{
+                                                       "--user-port=9000", "--workers", "3"});
+  EXPECT_EQ(c.proxy.upstream_port, 9000);
+  EXPECT_EQ(c.proxy.workers, 3u);
+}
+
+TEST(SidecarConfig, FlagsCanSupplyRequiredValues) {
+  auto env = kRequired;
+  env.erase("USER_PORT");
+  auto c = parse_sidecar_config(env_of(env), std::vector<std::string_view>{"--user-port", "9100"});
+  EXPECT_EQ(c.proxy.upstream_port, 9100);
+}
+
+TEST(SidecarConfig, MalformedFlagNamesTheFlag) {
+  auto err = error_of(kRequired, {"--max-header-bytes=lots"});
+  EXPECT_NE(err.find("--max-header-bytes"), std::string::npos) << err;
+  err = error_of(kRequired, {"--no-such-flag=1"});
+  EXPECT_NE(err.find("--no-such-flag"), std::string::npos) << err;
+}
+
+TEST(SidecarConfig, LimitsAndTimeoutsAreConfigurable) {
+  auto env = kRequired;
+  env["SLUICE_MAX_HEADER_BYTES"] = "4096";
+  env["SLUICE_MAX_HEADER_COUNT"] = "20";
+  env["SLUICE_MAX_BODY_BYTES"] = "1000";
+  env["SLUICE_MAX_CONNECTIONS"] = "50";
+  env["REVISION_RESPONSE_START_TIMEOUT_SECONDS"] = "7";
+  env["REVISION_IDLE_TIMEOUT_SECONDS"] = "9";
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.proxy.limits.max_header_bytes, 4096u);
+  EXPECT_EQ(c.proxy.limits.max_header_count, 20u);
+  EXPECT_EQ(c.proxy.limits.max_body_bytes, 1000u);
+  EXPECT_EQ(c.proxy.limits.max_connections, 50u);
+  EXPECT_EQ(c.proxy.timeouts.response_start, std::chrono::seconds(7));
+  EXPECT_EQ(c.proxy.timeouts.idle, std::chrono::seconds(9));
+}
+
+TEST(SidecarConfig, ZeroRevisionTimeoutMeansNoTimeout) {
+  auto env = kRequired;
+  env["REVISION_TIMEOUT_SECONDS"] = "0";
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_TRUE(c.revision_timeout_disabled);
+  EXPECT_EQ(c.proxy.timeouts.request.count(), 0);
+}
+
+TEST(SidecarConfig, RequestLogFromEitherGenerationOfVariables) {
+  auto env = kRequired;
+  env["SERVING_ENABLE_REQUEST_LOG"] = "true";
+  EXPECT_TRUE(parse_sidecar_config(env_of(env), {}).proxy.request_log);
+  env = kRequired;
+  env["OBSERVABILITY_CONFIG"] = R"({"enableRequestLog": true, "requestLogTemplate": "x"})";
+  EXPECT_TRUE(parse_sidecar_config(env_of(env), {}).proxy.request_log);
+  env["OBSERVABILITY_CONFIG"] = "{not json";
+  EXPECT_NE(error_of(env).find("OBSERVABILITY_CONFIG"), std::string::npos);
+}
+
+TEST(SidecarConfig, UnknownEnvironmentVariablesAreIgnored) {
+  auto env = kRequired;
+  env["SOME_FUTURE_KNATIVE_VAR"] = "whatever";
+  EXPECT_EQ(error_of(env), "");
+}
+
+}  // namespace
+}  // namespace sluice::app

@@ -1,0 +1,172 @@
+#include "proxy/h1/message.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::proxy::h1 {
+namespace {
+
+// Parses a request head the way the connection does, so the tests see Beast's real field list.
+struct Parsed {
+  explicit Parsed(std::string_view head) {
+    error_code ec;
+    parser.eager(false);
+    parser.put(asio::buffer(head.data(), head.size()), ec);
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(parser.is_header_done());
+  }
+  RequestParser parser;
+};
+
+std::string upstream(std::string_view head, std::string peer = "10.9.8.7", std::string scheme = "http",
+                     std::string* request_id_out = nullptr) {
+  Parsed p(head);
+  std::string out, generated = "generated-id", request_id, trace_id;
+  RequestRewrite rw{.peer_address = peer, .scheme = scheme, .generated_request_id = &generated};
+  auto cl = p.parser.content_length();
+  Framing body = p.parser.chunked() ? Framing::chunked : (cl && *cl > 0 ? Framing::length : Framing::none);
+  format_upstream_request(out, p.parser.get(), body, cl ? std::optional<std::uint64_t>(*cl) : std::nullopt,
+                          rw, request_id, trace_id);
+  if (request_id_out) *request_id_out = request_id;
+  return out;
+}
+
+bool has_line(const std::string& head, const std::string& line) {
+  return head.find("\r\n" + line + "\r\n") != std::string::npos;
+}
+
+TEST(UpstreamRequest, KeepsHostAndTheRequestLine) {
+  auto h = upstream("GET /a?b=c HTTP/1.1\r\nHost: app.example.com\r\n\r\n");
+  EXPECT_EQ(h.rfind("GET /a?b=c HTTP/1.1\r\n", 0), 0u);
+  EXPECT_TRUE(has_line(h, "Host: app.example.com"));
+  EXPECT_EQ(h.substr(h.size() - 4), "\r\n\r\n");
+}
+
+TEST(UpstreamRequest, AddsThisHopToForwardingHeaders) {
+  auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(has_line(h, "X-Forwarded-For: 10.9.8.7"));
+  EXPECT_TRUE(has_line(h, "Forwarded: for=10.9.8.7;proto=http"));
+  EXPECT_TRUE(has_line(h, "X-Forwarded-Proto: http"));
+}
+
+TEST(UpstreamRequest, SynthesizesForwardedFromClientXForwardedThenChains) {
+  auto h = upstream(
+      "GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 1.1.1.1, 2001:db8::1\r\n"
+      "X-Forwarded-Proto: https\r\nX-Forwarded-Host: shop.example\r\n\r\n",
+      "::1");
+  EXPECT_TRUE(has_line(h, "X-Forwarded-For: 1.1.1.1, 2001:db8::1, ::1"));
+  EXPECT_TRUE(has_line(h,
+                       "Forwarded: for=1.1.1.1;host=shop.example;proto=https, "
+                       "for=\"[2001:db8::1]\", for=\"[::1]\";proto=http"));
+  EXPECT_TRUE(has_line(h, "X-Forwarded-Proto: https"));  // the client's, kept
+  EXPECT_EQ(h.find("X-Forwarded-Proto: http\r\n"), std::string::npos);
+}
+
+TEST(UpstreamRequest, KeepsAnExistingForwardedAndAppendsToIt) {
+  auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\nForwarded: for=5.5.5.5\r\nX-Forwarded-For: 9.9.9.9\r\n\r\n",
+                    "127.0.0.1", "https");
+  EXPECT_TRUE(has_line(h, "Forwarded: for=5.5.5.5, for=127.0.0.1;proto=https"));
+  EXPECT_TRUE(has_line(h, "X-Forwarded-Proto: https"));
+}
+
+TEST(UpstreamRequest, JoinsRepeatedXForwardedForLines) {
+  auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 1.1.1.1\r\nX-Forwarded-For: 2.2.2.2\r\n\r\n");
+  EXPECT_TRUE(has_line(h, "X-Forwarded-For: 1.1.1.1, 2.2.2.2, 10.9.8.7"));
+}
+
+TEST(UpstreamRequest, AddsRequestIdOnlyWhenAbsent) {
+  std::string id;
+  auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\n\r\n", "1.1.1.1", "http", &id);
+  EXPECT_TRUE(has_line(h, "X-Request-Id: generated-id"));
+  EXPECT_EQ(id, "generated-id");
+  h = upstream("GET / HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\n\r\n", "1.1.1.1", "http", &id);
+  EXPECT_TRUE(has_line(h, "X-Request-Id: mine"));
+  EXPECT_EQ(h.find("generated-id"), std::string::npos);
+  EXPECT_EQ(id, "mine");
+}
+
+TEST(UpstreamRequest, PassesTraceContextThrough) {
+  auto h = upstream(
+      "GET / HTTP/1.1\r\nHost: x\r\ntraceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n"
+      "tracestate: a=b\r\nX-B3-TraceId: 80f198ee56343ba864fe8b2a57d3eff7\r\nX-B3-SpanId: e457b5a2e4d86bd1\r\n"
+      "b3: 80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-1\r\n\r\n");
+  EXPECT_TRUE(has_line(h, "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+  EXPECT_TRUE(has_line(h, "tracestate: a=b"));
+  EXPECT_TRUE(has_line(h, "X-B3-TraceId: 80f198ee56343ba864fe8b2a57d3eff7"));
+  EXPECT_TRUE(has_line(h, "X-B3-SpanId: e457b5a2e4d86bd1"));
+  EXPECT_TRUE(has_line(h, "b3: 80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-1"));
+}
+
+TEST(UpstreamRequest, RemovesHopByHopAndConnectionListedFields) {
+  auto h = upstream(
+      "GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, X-Hop\r\nKeep-Alive: timeout=5\r\n"
+      "X-Hop: secret\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: Basic Zm9v\r\n"
+      "X-End: kept\r\n\r\n");
+  EXPECT_EQ(h.find("Connection"), std::string::npos);
+  EXPECT_EQ(h.find("Keep-Alive"), std::string::npos);
+  EXPECT_EQ(h.find("X-Hop"), std::string::npos);
+  EXPECT_EQ(h.find("Proxy-Authorization"), std::string::npos);
+  EXPECT_TRUE(has_line(h, "X-End: kept"));
+}
+
+TEST(UpstreamRequest, ReframesBodies) {
+  auto h = upstream("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+  EXPECT_TRUE(has_line(h, "Transfer-Encoding: chunked"));
+  h = upstream("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n");
+  EXPECT_TRUE(has_line(h, "Content-Length: 12"));
+  EXPECT_EQ(h.find("Transfer-Encoding"), std::string::npos);
+}
+
+TEST(UpstreamRequest, DropsExpectSinceSluiceAnswersContinueItself) {
+  auto h = upstream("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n");
+  EXPECT_EQ(h.find("Expect"), std::string::npos);
+}
+
+TEST(UpstreamRequest, KeepsTeTrailersOnly) {
+  auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\nTE: trailers, deflate\r\n\r\n");
+  EXPECT_TRUE(has_line(h, "TE: trailers"));
+  EXPECT_EQ(h.find("deflate"), std::string::npos);
+}
+
+TEST(DownstreamResponse, RemovesHopByHopAndSetsFraming) {
+  http::response_header<> res;
+  res.result(200);
+  res.set(http::field::connection, "keep-alive, X-Up-Hop");
+  res.set("X-Up-Hop", "1");
+  res.set(http::field::keep_alive, "timeout=4");
+  res.set(http::field::transfer_encoding, "chunked");
+  res.set("X-App", "yes");
+  std::string out;
+  format_downstream_response(out, res, Framing::chunked, std::nullopt, true, false, 11);
+  EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_TRUE(has_line(out, "X-App: yes"));
+  EXPECT_TRUE(has_line(out, "Transfer-Encoding: chunked"));
+  EXPECT_EQ(out.find("X-Up-Hop"), std::string::npos);
+  EXPECT_EQ(out.find("Keep-Alive"), std::string::npos);
+  EXPECT_EQ(out.find("Connection"), std::string::npos);
+}
+
+TEST(DownstreamResponse, SaysCloseWhenTheConnectionEnds) {
+  http::response_header<> res;
+  res.result(404);
+  std::string out;
+  format_downstream_response(out, res, Framing::length, 7, false, false, 11);
+  EXPECT_TRUE(has_line(out, "Content-Length: 7"));
+  EXPECT_TRUE(has_line(out, "Connection: close"));
+}
+
+TEST(DownstreamFraming, ChunksCloseDelimitedBodiesForHttp11AndNeverChunksForHttp10) {
+  EXPECT_EQ(downstream_framing(Framing::until_close, 11), Framing::chunked);
+  EXPECT_EQ(downstream_framing(Framing::chunked, 10), Framing::until_close);
+  EXPECT_EQ(downstream_framing(Framing::length, 10), Framing::length);
+}
+
+TEST(LocalResponse, IsCompleteTextWithLength) {
+  std::string out;
+  format_local_response(out, 504, "request timeout", false);
+  EXPECT_EQ(out,
+            "HTTP/1.1 504 Gateway Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            "Content-Length: 16\r\nConnection: close\r\n\r\nrequest timeout\n");
+}
+
+}  // namespace
+}  // namespace sluice::proxy::h1
