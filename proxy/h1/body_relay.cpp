@@ -64,7 +64,12 @@ asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src
                                        Framing in, tcp::socket& dst, Framing out,
                                        std::span<char> scratch, std::string& head,
                                        std::size_t header_fields, RelayProgress& progress) {
-  if (in == Framing::none) co_return error_code{};
+  if (in == Framing::none) {
+    if (head.empty()) co_return error_code{};
+    auto ec = co_await write_all(dst, head);
+    head.clear();
+    co_return ec;
+  }
   if (in == Framing::length) {
     // Known length: copy raw bytes, no parsing. Bytes already buffered go first; anything past the
     // body in the buffer (a pipelined request) stays there.
@@ -91,7 +96,9 @@ asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src
     co_return error_code{};
   }
 
-  // Chunked or until-close: the parser finds the end (and the trailers).
+  // Chunked or until-close: the parser finds the end (and the trailers). Beast sizes each socket read
+  // by the buffer's free capacity, which the head left small: give it room for full-sized reads.
+  if (src_buffer.capacity() < scratch.size()) src_buffer.reserve(scratch.size());
   if (!head.empty() && src_buffer.size() == 0) {
     if (auto ec = co_await write_all(dst, head)) co_return ec;
     head.clear();

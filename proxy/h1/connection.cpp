@@ -12,6 +12,7 @@ namespace sluice::proxy::h1 {
 namespace {
 
 constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+constexpr std::size_t kIdleBufferBytes = 16 * 1024;
 
 bool is_timeout_like(error_code ec) {
   return ec == asio::error::operation_aborted || ec == asio::error::timed_out;
@@ -150,6 +151,8 @@ asio::awaitable<void> Connection::run() {
   const auto& limits = worker_.config.limits;
   while (!worker_.draining) {
     set_phase(Phase::awaiting_request);
+    // A streamed body may have grown the buffer: idle connections should not keep that memory.
+    if (down_buffer_.size() == 0 && down_buffer_.capacity() > kIdleBufferBytes) down_buffer_.shrink_to_fit();
     RequestParser parser;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes ? limits.max_body_bytes : kUnlimited);
@@ -161,11 +164,12 @@ asio::awaitable<void> Connection::run() {
       if (client_went_away(ec) || is_timeout_like(ec) || !parser.got_some()) break;
       set_phase(Phase::exchanging);
       record_ = ExchangeRecord{.start = Clock::now(), .peer = peer_};
-      co_await respond_locally(status_for_parse_error(ec),
-                               status_for_parse_error(ec) == 431 ? "request header fields too large"
-                               : status_for_parse_error(ec) == 413 ? "request body too large"
-                                                                   : "bad request: " + ec.message(),
-                               false);
+      // Named, not a temporary in the co_await expression: GCC 12 destroys such temporaries twice.
+      unsigned status = status_for_parse_error(ec);
+      std::string reason = status == 431   ? "request header fields too large"
+                           : status == 413 ? "request body too large"
+                                           : "bad request: " + ec.message();
+      co_await respond_locally(status, reason, false);
       break;
     }
     set_phase(Phase::exchanging);
@@ -287,6 +291,12 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
       asio::co_spawn(down_.get_executor(),
                      [&]() -> asio::awaitable<void> {
                        co_await pump_request_body(parser, *up, body, body, header_fields, pump_ec);
+                       // A body that cannot be completed leaves the app waiting for the rest:
+                       // end the upstream exchange so the response side stops waiting too.
+                       if (pump_ec) {
+                         error_code ignore;
+                         up->socket.cancel(ignore);
+                       }
                        pump_done.signal();
                      },
                      asio::detached);
@@ -325,6 +335,9 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
     }
     upstream_ = nullptr;
     up.reset();
+    if (pump_ec == http::error::body_limit)
+      co_return co_await respond_locally(413, "request body too large", false);
+    if (pump_ec && client_went_away(pump_ec)) co_return false;
     if (!retry) co_return co_await fail_exchange(ec, "upstream", false);
   }
   if (body_inline) {

@@ -89,6 +89,7 @@ void Process::read_loop(int fd, bool is_stdout) {
       stderr_.append(buf, static_cast<std::size_t>(n));
       continue;
     }
+    stdout_.append(buf, static_cast<std::size_t>(n));
     partial.append(buf, static_cast<std::size_t>(n));
     std::size_t pos;
     while ((pos = partial.find('\n')) != std::string::npos) {
@@ -121,6 +122,11 @@ std::optional<std::string> Process::wait_for_line(const std::string& needle,
 std::vector<std::string> Process::lines() const {
   std::lock_guard lk(mu_);
   return lines_;
+}
+
+std::string Process::stdout_text() const {
+  std::lock_guard lk(mu_);
+  return stdout_;
 }
 
 std::string Process::stderr_text() const {
@@ -162,7 +168,7 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
     r.exit_code = WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
   }
   p.join_output();
-  for (const auto& l : p.lines()) r.out += l + "\n";
+  r.out = p.stdout_text();
   r.err = p.stderr_text();
   return r;
 }

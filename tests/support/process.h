@@ -36,6 +36,7 @@ class Process {
                                            std::chrono::milliseconds timeout = std::chrono::seconds(10));
   std::vector<std::string> lines() const;
   std::string stderr_text() const;
+  std::string stdout_text() const;  // byte-exact
 
   void signal(int sig);
   // Waits for exit; returns the wait status, or nullopt at the deadline.
@@ -53,6 +54,7 @@ class Process {
   std::condition_variable cv_;
   std::vector<std::string> lines_;
   std::string stderr_;
+  std::string stdout_;
   std::thread out_reader_, err_reader_;
 };
 

@@ -1,0 +1,114 @@
+// The app misbehaving, or being slow: every failure gets the status the spec names, and sluice keeps serving.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace sluice::test {
+namespace {
+
+
+TEST(Failures, RefusedUpstreamIs502) {
+  int closed_port;
+  {
+    Backend gone;
+    closed_port = gone.port;
+  }  // the app exits: nothing listens there any more
+  Sidecar sidecar(SidecarOptions{.user_port = closed_port});
+  auto r = curl({"-w", "%{http_code}", sidecar.url("/")});
+  EXPECT_EQ(r.out.substr(r.out.size() - 3), "502") << r.out;
+  EXPECT_NE(r.out.find("bad gateway"), std::string::npos) << r.out;
+}
+
+class FailingApp : public ::testing::Test {
+ protected:
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+};
+
+TEST_F(FailingApp, AppClosingBeforeAnyResponseIs502) {
+  auto r = curl({"-w", "%{http_code}", sidecar.url("/close-immediately")});
+  EXPECT_EQ(r.out.substr(r.out.size() - 3), "502") << r.out;
+  EXPECT_EQ(curl({sidecar.url("/")}).out, "Hello from sluice-demo-app\n");
+}
+
+TEST_F(FailingApp, AppClosingMidResponseCutsTheClientsResponse) {
+  auto r = curl({"-o", "/dev/null", "-w", "%{http_code} %{size_download}", sidecar.url("/close-mid")});
+  EXPECT_EQ(r.exit_code, 18) << r.err;  // curl: partial file
+  EXPECT_EQ(r.out, "200 1000");
+  // The next request on a new connection is served normally.
+  EXPECT_EQ(curl({sidecar.url("/")}).out, "Hello from sluice-demo-app\n");
+}
+
+TEST_F(FailingApp, PooledConnectionClosedByTheAppIsRetriedTransparently) {
+  // /close-mid leaves nothing in the pool, but a normal request does; restarting the app closes it.
+  ASSERT_EQ(curl({sidecar.url("/")}).exit_code, 0);
+  int port = backend.port;
+  backend.process.reset();
+  Process app(ProcessOptions{.argv = {DEMO_APP_BIN, "--port", std::to_string(port)}});
+  ASSERT_TRUE(app.wait_for_line("\"listening\""));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(curl({sidecar.url("/")}).out, "Hello from sluice-demo-app\n");
+}
+
+TEST(Timeouts, ResponseStartTimeoutIs504) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port,
+                                 .env = {{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "1"}}});
+  auto r = curl({"-w", " %{http_code} %{time_total}", sidecar.url("/delay/5000")});
+  EXPECT_NE(r.out.find("request timeout\n 504"), std::string::npos) << r.out;
+  double t = std::stod(r.out.substr(r.out.rfind(' ') + 1));
+  EXPECT_GE(t, 0.9);
+  EXPECT_LT(t, 3.0);
+  // A response that starts in time is not affected.
+  EXPECT_EQ(curl({sidecar.url("/delay/100")}).out, "delayed 100\n");
+}
+
+TEST(Timeouts, RequestTimeoutIs504BeforeTheResponseStarts) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"REVISION_TIMEOUT_SECONDS", "1"}}});
+  auto r = curl({"-w", " %{http_code}", sidecar.url("/delay/5000")});
+  EXPECT_EQ(r.out, "request timeout\n 504") << r.out;
+}
+
+TEST(Timeouts, RequestTimeoutCutsAResponseThatAlreadyStarted) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"REVISION_TIMEOUT_SECONDS", "1"}}});
+  auto r = curl({"-w", " %{http_code}", sidecar.url("/slow-body/10/300")});
+  EXPECT_NE(r.exit_code, 0);  // the body was cut
+  EXPECT_NE(r.out.find("chunk 0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("chunk 9\n"), std::string::npos) << r.out;
+}
+
+TEST(Timeouts, IdleTimeoutCutsAStalledResponse) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"REVISION_IDLE_TIMEOUT_SECONDS", "1"}}});
+  // 300 ms between chunks keeps the response alive; 2500 ms stalls it past the idle timeout.
+  auto ok = curl({sidecar.url("/slow-body/5/300")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("chunk 4\n"), std::string::npos);
+  auto r = curl({"-w", " %{http_code} %{time_total}", sidecar.url("/slow-body/3/2500")});
+  EXPECT_NE(r.exit_code, 0);  // cut: the response head arrived, the body never completed
+  EXPECT_EQ(r.out.find("chunk 1\n"), std::string::npos) << r.out;
+  auto code_pos = r.out.rfind(" 200 ");
+  ASSERT_NE(code_pos, std::string::npos) << r.out;
+  EXPECT_LT(std::stod(r.out.substr(code_pos + 5)), 2.4) << r.out;  // before the second chunk was due
+}
+
+TEST(Timeouts, IdleTimeoutBeforeAnyResponseIs504) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"REVISION_IDLE_TIMEOUT_SECONDS", "1"}}});
+  auto r = curl({"-w", " %{http_code}", sidecar.url("/delay/5000")});
+  EXPECT_EQ(r.out, "request timeout\n 504") << r.out;
+}
+
+TEST(Timeouts, SlowClientHeaderIsClosed) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .flags = {"--client-header-timeout-seconds=1"}});
+  auto start = std::chrono::steady_clock::now();
+  auto out = raw_exchange(sidecar.port, "GET / HTTP/1.1\r\nHost: x\r\n", std::chrono::seconds(5));
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(out, "");
+  EXPECT_LT(took, std::chrono::seconds(3));  // closed by sluice, not by the 5 s read limit here
+}
+
+}  // namespace
+}  // namespace sluice::test

@@ -1,0 +1,111 @@
+#include "harness.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <poll.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace sluice::test {
+
+Backend::Backend() {
+  process = std::make_unique<Process>(ProcessOptions{.argv = {DEMO_APP_BIN, "--port", "0"}});
+  auto line = process->wait_for_line("\"listening\"");
+  if (!line) throw std::runtime_error("demo app did not start: " + process->stderr_text());
+  port = static_cast<int>(json_int_field(*line, "port"));
+}
+
+std::map<std::string, std::string> knative_env(int user_port) {
+  return {{"CONTAINER_CONCURRENCY", "0"},
+          {"QUEUE_SERVING_PORT", "0"},
+          {"QUEUE_SERVING_TLS_PORT", "0"},
+          {"USER_PORT", std::to_string(user_port)},
+          {"REVISION_TIMEOUT_SECONDS", "300"},
+          {"SERVING_NAMESPACE", "default"},
+          {"SERVING_CONFIGURATION", "demo"},
+          {"SERVING_REVISION", "demo-00001"},
+          {"SERVING_POD", "demo-00001-pod"},
+          {"SERVING_POD_IP", "127.0.0.1"},
+          {"SERVING_LOGGING_CONFIG", ""},
+          {"SERVING_LOGGING_LEVEL", "info"}};
+}
+
+Sidecar::Sidecar(const SidecarOptions& o) {
+  auto env = knative_env(o.user_port);
+  env["SLUICE_LISTEN_ADDRESS"] = o.listen_address;
+  env["SLUICE_WORKERS"] = "2";
+  for (const auto& [k, v] : o.env) env[k] = v;
+  std::vector<std::string> argv = {SLUICE_BIN, "sidecar"};
+  argv.insert(argv.end(), o.flags.begin(), o.flags.end());
+  process = std::make_unique<Process>(ProcessOptions{.argv = argv, .env = env});
+  auto line = process->wait_for_line("\"listener\":\"proxy\"");
+  if (!line) throw std::runtime_error("sluice did not start: " + process->stderr_text());
+  port = static_cast<int>(json_int_field(*line, "port"));
+}
+
+std::string Sidecar::url(const std::string& path, const std::string& host) const {
+  return "http://" + host + ":" + std::to_string(port) + path;
+}
+
+CommandResult curl(std::vector<std::string> args, int max_time_seconds) {
+  std::vector<std::string> argv = {"curl", "-sS", "--max-time", std::to_string(max_time_seconds)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, std::chrono::seconds(max_time_seconds + 10));
+}
+
+std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout,
+                         const std::string& host) {
+  bool v6 = host.find(':') != std::string::npos;
+  int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket");
+  int rc;
+  if (v6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET6, host.c_str(), &a.sin6_addr);
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0) {
+    ::close(fd);
+    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+  }
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    auto n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[65536];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::size_t count_of(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + needle.size()))
+    ++n;
+  return n;
+}
+
+}  // namespace sluice::test
