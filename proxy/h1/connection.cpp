@@ -220,15 +220,26 @@ asio::awaitable<void> Connection::pump_request_body(RequestParser& parser, Upstr
   record_.request_bytes = progress.bytes;
 }
 
+// Fields only the request log reads are copied only when it is on; the strings keep their capacity.
+void Connection::begin_record(const http::request_header<>& req) {
+  record_.start = phase_start_;
+  record_.status = 0;
+  record_.request_bytes = record_.response_bytes = 0;
+  record_.request_id.clear();
+  record_.trace_id.clear();
+  if (!worker_.config.request_log) return;
+  auto copy = [](std::string& to, std::string_view from) { to.assign(from.data(), from.size()); };
+  copy(record_.method, req.method_string());
+  copy(record_.target, req.target());
+  copy(record_.user_agent, req[http::field::user_agent]);
+  copy(record_.referer, req[http::field::referer]);
+  record_.peer = peer_;
+}
+
 asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   auto& req = parser.get();
   const auto& limits = worker_.config.limits;
-  record_ = ExchangeRecord{.start = phase_start_,
-                           .method = std::string(req.method_string()),
-                           .target = std::string(req.target()),
-                           .user_agent = std::string(req[http::field::user_agent]),
-                           .referer = std::string(req[http::field::referer]),
-                           .peer = peer_};
+  begin_record(req);
   response_started_ = false;
   bool keep_alive = req.keep_alive() && !worker_.draining;
   std::size_t header_fields = field_count(req.base());
@@ -247,12 +258,11 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   bool upgrade = !upgrade_to.empty() && !iequals(upgrade_to, "h2c") &&
                  listed_in_connection(req[http::field::connection], "upgrade");
 
-  std::string generated_id = worker_.request_ids.next();
-  std::string request_head;
-  request_head.reserve(512 + header_fields * 48);
+  std::string& request_head = request_head_;
+  request_head.clear();
   RequestRewrite rw{.peer_address = peer_address_,
                     .scheme = worker_.scheme,
-                    .generated_request_id = &generated_id,
+                    .request_ids = &worker_.request_ids,
                     .keep_upgrade = upgrade};
   format_upstream_request(request_head, req, body, to_std(parser.content_length()), rw, record_.request_id,
                           record_.trace_id);
@@ -266,7 +276,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   ResponseParser* rp = nullptr;
   std::optional<ResponseParser> response;
   error_code pump_ec;
-  Completion pump_done(down_.get_executor());
+  std::optional<Completion> pump_done;  // only requests with a streamed body need one
   bool pumping = false;
   const bool head_request = req.method() == http::verb::head;
 
@@ -288,6 +298,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
         if (auto e = co_await write_all(down_, k100)) co_return false;
       }
       pumping = true;
+      pump_done.emplace(down_.get_executor());
       asio::co_spawn(down_.get_executor(),
                      [&]() -> asio::awaitable<void> {
                        co_await pump_request_body(parser, *up, body, body, header_fields, pump_ec);
@@ -297,7 +308,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
                          error_code ignore;
                          up->socket.cancel(ignore);
                        }
-                       pump_done.signal();
+                       pump_done->signal();
                      },
                      asio::detached);
     }
@@ -331,7 +342,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
       error_code ignore;
       up->socket.cancel(ignore);
       down_.cancel(ignore);
-      co_await pump_done.wait();
+      co_await pump_done->wait();
     }
     upstream_ = nullptr;
     up.reset();
@@ -363,9 +374,9 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
                                        std::span(scratch_up_), head_, field_count(res.base()), progress);
   record_.response_bytes = progress.bytes;
 
-  bool upstream_clean = !pumping || pump_done.done;
+  bool upstream_clean = !pumping || pump_done->done;
   if (pumping) {
-    if (!pump_done.done) {
+    if (!pump_done->done) {
       // The app answered before reading the whole request body: stop reading it, and since the
       // client's framing is now out of step, end the connection after this response.
       error_code ignore;
@@ -373,7 +384,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
       down_.cancel(ignore);
       keep_alive = false;
     }
-    co_await pump_done.wait();
+    co_await pump_done->wait();
     if (pump_ec) keep_alive = false;
   }
   upstream_ = nullptr;

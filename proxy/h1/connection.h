@@ -29,6 +29,7 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
 
   // Serves one parsed request; returns whether the connection may carry another.
   asio::awaitable<bool> exchange(RequestParser& parser);
+  void begin_record(const http::request_header<>& req);
   asio::awaitable<bool> respond_locally(unsigned status, std::string_view body, bool keep_alive);
   asio::awaitable<bool> fail_exchange(error_code ec, std::string_view what, bool keep_alive);
   asio::awaitable<void> pump_request_body(RequestParser& parser, UpstreamConnection& up, Framing in,
@@ -46,7 +47,8 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   std::string peer_;           // client ip:port
   Watchdog watchdog_;
   std::vector<char> scratch_down_, scratch_up_;  // one body buffer per direction
-  std::string head_;           // the head being written, reused across exchanges
+  std::string head_;           // the response head being written, reused across exchanges
+  std::string request_head_;   // the request head for the app, reused across exchanges
 
   Phase phase_ = Phase::awaiting_request;
   Clock::time_point phase_start_;

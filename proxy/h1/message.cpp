@@ -93,8 +93,8 @@ void format_upstream_request(std::string& out, const http::request_header<>& req
       }
       if (iequals(name, "x-forwarded-proto")) xfp = value;
       else if (iequals(name, "x-forwarded-host")) xfh = value;
-      else if (iequals(name, "x-request-id")) request_id = value;
-      else if (iequals(name, "x-b3-traceid")) trace_id = value;
+      else if (iequals(name, "x-request-id")) request_id.assign(value.data(), value.size());
+      else if (iequals(name, "x-b3-traceid")) trace_id.assign(value.data(), value.size());
     }
     append_field(out, name, value);
   }
@@ -106,8 +106,8 @@ void format_upstream_request(std::string& out, const http::request_header<>& req
   append_field(out, "X-Forwarded-For", xff);
   append_field(out, "Forwarded", forwarded);
   if (xfp.empty()) append_field(out, "X-Forwarded-Proto", rw.scheme);
-  if (request_id.empty() && rw.generated_request_id) {
-    request_id = std::move(*rw.generated_request_id);
+  if (request_id.empty() && rw.request_ids) {
+    request_id = rw.request_ids->next();
     append_field(out, "X-Request-Id", request_id);
   }
   if (te_trailers) out += "TE: trailers\r\n";

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "proxy/asio.h"
+#include "proxy/headers.h"
 
 namespace sluice::proxy::h1 {
 
@@ -20,7 +21,7 @@ using ResponseParser = http::response_parser<http::buffer_body>;
 struct RequestRewrite {
   std::string_view peer_address;  // client IP, for X-Forwarded-For and Forwarded
   std::string_view scheme;        // "http" or "https"
-  std::string* generated_request_id = nullptr;  // in: generator output to use when absent; out: id used
+  RequestIdGenerator* request_ids = nullptr;     // makes an X-Request-Id when the client sent none
   bool keep_upgrade = false;                     // forward Connection: upgrade + Upgrade
 };
 

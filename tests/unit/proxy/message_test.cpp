@@ -20,14 +20,21 @@ struct Parsed {
 std::string upstream(std::string_view head, std::string peer = "10.9.8.7", std::string scheme = "http",
                      std::string* request_id_out = nullptr) {
   Parsed p(head);
-  std::string out, generated = "generated-id", request_id, trace_id;
-  RequestRewrite rw{.peer_address = peer, .scheme = scheme, .generated_request_id = &generated};
+  std::string out, request_id, trace_id;
+  RequestIdGenerator ids(1);
+  RequestRewrite rw{.peer_address = peer, .scheme = scheme, .request_ids = &ids};
   auto cl = p.parser.content_length();
   Framing body = p.parser.chunked() ? Framing::chunked : (cl && *cl > 0 ? Framing::length : Framing::none);
   format_upstream_request(out, p.parser.get(), body, cl ? std::optional<std::uint64_t>(*cl) : std::nullopt,
                           rw, request_id, trace_id);
   if (request_id_out) *request_id_out = request_id;
   return out;
+}
+
+std::size_t count_of_id_lines(const std::string& head) {
+  std::size_t n = 0;
+  for (auto p = head.find("X-Request-Id"); p != std::string::npos; p = head.find("X-Request-Id", p + 1)) ++n;
+  return n;
 }
 
 bool has_line(const std::string& head, const std::string& line) {
@@ -76,11 +83,11 @@ TEST(UpstreamRequest, JoinsRepeatedXForwardedForLines) {
 TEST(UpstreamRequest, AddsRequestIdOnlyWhenAbsent) {
   std::string id;
   auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\n\r\n", "1.1.1.1", "http", &id);
-  EXPECT_TRUE(has_line(h, "X-Request-Id: generated-id"));
-  EXPECT_EQ(id, "generated-id");
+  EXPECT_EQ(id, RequestIdGenerator(1).next());
+  EXPECT_TRUE(has_line(h, "X-Request-Id: " + id));
   h = upstream("GET / HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine\r\n\r\n", "1.1.1.1", "http", &id);
   EXPECT_TRUE(has_line(h, "X-Request-Id: mine"));
-  EXPECT_EQ(h.find("generated-id"), std::string::npos);
+  EXPECT_EQ(count_of_id_lines(h), 1u);
   EXPECT_EQ(id, "mine");
 }
 

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# sluice's two entry points on a Debian 12 machine:
+#   scripts/dev.sh run    install what is missing, build, run `sluice sidecar` in front of the demo app
+#   scripts/dev.sh test   install what is missing, build, run the whole suite (release, then ASan+UBSan)
+# Other commands: build [preset], bench (see bench/README.md), deps.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Everything sluice builds and tests with, from Debian 12's own archive. Boost comes as 1.81 components:
+# the default libboost-dev is 1.74 and conflicts with them.
+PACKAGES=(
+  g++ cmake ninja-build pkg-config git ca-certificates
+  libboost1.81-dev libboost-json1.81-dev
+  libnghttp2-dev libssl-dev libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev
+  curl procps iproute2 coreutils
+  nginx-light wrk nghttp2-client
+  runc busybox-static
+)
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "sluice: installing ${missing[*]}" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+build() {
+  local preset=${1:-release}
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset"
+}
+
+run_demo() {
+  deps
+  build release
+  local app_port=${APP_PORT:-8080} port=${PORT:-8012}
+  pids=()
+  trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+  build/release/demo/sluice-demo-app --port "$app_port" &
+  pids+=($!)
+  env CONTAINER_CONCURRENCY="${CONTAINER_CONCURRENCY:-0}" QUEUE_SERVING_PORT="$port" QUEUE_SERVING_TLS_PORT=8112 \
+    USER_PORT="$app_port" REVISION_TIMEOUT_SECONDS=300 SERVING_NAMESPACE=default \
+    SERVING_CONFIGURATION=demo SERVING_REVISION=demo-00001 SERVING_POD=demo-00001-local \
+    SERVING_POD_IP=127.0.0.1 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=info \
+    SERVING_ENABLE_REQUEST_LOG=true \
+    build/release/app/sluice sidecar "$@" &
+  pids+=($!)
+  echo
+  echo "sluice sidecar is proxying http://127.0.0.1:$port/ to the demo app on 127.0.0.1:$app_port"
+  echo "  try: curl -i http://127.0.0.1:$port/    curl http://127.0.0.1:$port/headers    (Ctrl-C stops)"
+  echo
+  wait -n "${pids[@]}"
+}
+
+run_tests() {
+  deps
+  build release
+  ctest --preset release
+  build asan
+  ctest --preset asan
+}
+
+case "${1:-}" in
+  run) shift; run_demo "$@" ;;
+  test) run_tests ;;
+  build) deps; build "${2:-release}" ;;
+  bench) shift; deps; build release; exec bench/run.sh "$@" ;;
+  deps) deps ;;
+  *) echo "usage: scripts/dev.sh run|test|build [preset]|bench|deps" >&2; exit 2 ;;
+esac
