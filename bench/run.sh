@@ -185,6 +185,15 @@ cpu_ticks() { # utime + stime of PID (all threads), in clock ticks; fields count
   awk '{ print $12 + $13 }' <<<"$stat"
 }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# Busy ticks of the whole machine (user nice system irq softirq steal), to see what else ran.
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+# CPU of this shell's finished children (i.e. wrk), in ticks. `times` must run in this shell, not in
+# a pipeline or $(...): a forked subshell starts with zeroed child times.
+children_ticks() {
+  times >"$OUT/times.txt"
+  awk -v hz="$CLK_TCK" 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+    printf "%d", t * hz }' "$OUT/times.txt"
+}
 alive_or_die() { kill -0 "${PID_OF[$1]}" 2>/dev/null || die "$1 (pid ${PID_OF[$1]}) died; see $OUT"; }
 
 run_wrk() { # run_wrk TARGET CONNS DURATION REPORT
@@ -224,18 +233,25 @@ for conns in $CONNECTIONS; do
     for t in $TARGETS; do
       pid=${PID_OF[$t]}
       report=$OUT/wrk/$t-c$conns-r$round.txt
-      before=$(cpu_ticks "$pid")
+      before=$(cpu_ticks "$pid"); back_before=$(cpu_ticks "$BACKEND_PID")
+      children_ticks >"$OUT/kids.txt"; kids_before=$(<"$OUT/kids.txt"); busy_before=$(machine_busy)
       run_wrk "$t" "$conns" "$DURATION" "$report"
-      after=$(cpu_ticks "$pid")
+      busy_after=$(machine_busy); children_ticks >"$OUT/kids.txt"; kids_after=$(<"$OUT/kids.txt")
+      after=$(cpu_ticks "$pid"); back_after=$(cpu_ticks "$BACKEND_PID")
       alive_or_die "$t"
+      # Interference: machine CPU not spent by the proxy, the backend or wrk, in % of one CPU.
+      ours=$(( after - before + kids_after - kids_before ))
+      [[ $t == direct ]] || ours=$(( ours + back_after - back_before ))
+      other=$(awk -v d=$(( busy_after - busy_before - ours )) -v hz="$CLK_TCK" -v s="$(seconds "$DURATION")" \
+        'BEGIN { v = d * 100 / hz / s; printf "%.0f", (v < 0) ? 0 : v }')
       rss=$(rss_kib "$pid")
       read -r rps p50 p99 requests errors < <(awk -f "$BENCH/parse_wrk.awk" "$report")
       cpu=$(awk -v d=$((after - before)) -v hz="$CLK_TCK" -v n="$requests" \
         'BEGIN { printf "%.3f", (n > 0) ? d * 1e6 / hz / n : 0 }')
-      printf '%s %s %s %s %s %s %s %s %s\n' "$t" "$conns" "$round" "$rps" "$p50" "$p99" "$cpu" "$rss" \
-        "$errors" >>"$OUT/runs.tsv"
-      printf '  c%-4s round %s %-7s %10.0f rps  p99 %7s us  %s cpu-us/req\n' "$conns" "$round" "$t" \
-        "$rps" "$p99" "$cpu"
+      printf '%s %s %s %s %s %s %s %s %s %s\n' "$t" "$conns" "$round" "$rps" "$p50" "$p99" "$cpu" "$rss" \
+        "$errors" "$other" >>"$OUT/runs.tsv"
+      printf '  c%-4s round %s %-7s %10.0f rps  p99 %7s us  %7s cpu-us/req  other cpu %s%%\n' "$conns" \
+        "$round" "$t" "$rps" "$p99" "$cpu" "$other"
     done
   done
 done

@@ -62,7 +62,7 @@ template <bool isRequest>
 asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src_buffer,
                                        http::parser<isRequest, http::buffer_body>& parser,
                                        Framing in, tcp::socket& dst, Framing out,
-                                       std::span<char> scratch, std::string& head,
+                                       ScratchBuffer& scratch_buffer, std::string& head,
                                        std::size_t header_fields, RelayProgress& progress) {
   if (in == Framing::none) {
     if (head.empty()) co_return error_code{};
@@ -85,6 +85,7 @@ asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src
       if (auto ec = co_await write_all(dst, head)) co_return ec;
       head.clear();
     }
+    std::span<char> scratch = remaining > 0 ? scratch_buffer.get() : std::span<char>{};
     while (remaining > 0) {
       auto want = static_cast<std::size_t>(std::min<std::uint64_t>(scratch.size(), remaining));
       auto [ec, n] = co_await src.async_read_some(asio::buffer(scratch.data(), want), use_nothrow);
@@ -98,6 +99,7 @@ asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src
 
   // Chunked or until-close: the parser finds the end (and the trailers). Beast sizes each socket read
   // by the buffer's free capacity, which the head left small: give it room for full-sized reads.
+  std::span<char> scratch = scratch_buffer.get();
   if (src_buffer.capacity() < scratch.size()) src_buffer.reserve(scratch.size());
   if (!head.empty() && src_buffer.size() == 0) {
     if (auto ec = co_await write_all(dst, head)) co_return ec;
@@ -124,11 +126,11 @@ asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src
 
 template asio::awaitable<error_code> relay_body<true>(tcp::socket&, beast::flat_buffer&,
                                                       RequestParser&, Framing, tcp::socket&, Framing,
-                                                      std::span<char>, std::string&, std::size_t,
+                                                      ScratchBuffer&, std::string&, std::size_t,
                                                       RelayProgress&);
 template asio::awaitable<error_code> relay_body<false>(tcp::socket&, beast::flat_buffer&,
                                                        ResponseParser&, Framing, tcp::socket&,
-                                                       Framing, std::span<char>, std::string&,
+                                                       Framing, ScratchBuffer&, std::string&,
                                                        std::size_t, RelayProgress&);
 
 }  // namespace sluice::proxy::h1

@@ -3,12 +3,29 @@
 // back-pressure for free: nothing is read faster than the destination accepts it.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 
 #include "proxy/h1/message.h"
 
 namespace sluice::proxy::h1 {
+
+// A body buffer allocated on first use: most responses arrive whole with their head and never need one,
+// so idle and small-response connections cost no body memory.
+class ScratchBuffer {
+ public:
+  explicit ScratchBuffer(std::size_t size) : size_(size) {}
+  std::span<char> get() {
+    if (!data_) data_ = std::make_unique_for_overwrite<char[]>(size_);
+    return {data_.get(), size_};
+  }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  std::size_t size_;
+};
 
 struct RelayProgress {
   std::uint64_t bytes = 0;                   // body bytes written to the destination
@@ -21,7 +38,7 @@ template <bool isRequest>
 asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src_buffer,
                                        http::parser<isRequest, http::buffer_body>& parser,
                                        Framing in, tcp::socket& dst, Framing out,
-                                       std::span<char> scratch, std::string& head,
+                                       ScratchBuffer& scratch, std::string& head,
                                        std::size_t header_fields, RelayProgress& progress);
 
 // Writes `head` alone (when a body cannot be merged with it).

@@ -216,7 +216,7 @@ asio::awaitable<void> Connection::pump_request_body(RequestParser& parser, Upstr
   std::string no_head;
   RelayProgress progress;
   result = co_await relay_body(down_, down_buffer_, parser, in, up.socket, out,
-                               std::span(scratch_down_), no_head, header_fields, progress);
+                               scratch_down_, no_head, header_fields, progress);
   record_.request_bytes = progress.bytes;
 }
 
@@ -371,7 +371,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   response_started_ = true;
   RelayProgress progress{.last_write = &last_write_};
   error_code rec = co_await relay_body(up->socket, up->buffer, *rp, up_framing, down_, down_framing,
-                                       std::span(scratch_up_), head_, field_count(res.base()), progress);
+                                       scratch_up_, head_, field_count(res.base()), progress);
   record_.response_bytes = progress.bytes;
 
   bool upstream_clean = !pumping || pump_done->done;
@@ -418,9 +418,10 @@ asio::awaitable<void> Connection::tunnel(UpstreamConnection& up) {
     up.buffer.consume(n);
   }
   auto copy = [this](tcp::socket& from, tcp::socket& to,
-                     std::vector<char>& buf) -> asio::awaitable<void> {
+                     ScratchBuffer& scratch) -> asio::awaitable<void> {
+    std::span<char> buf = scratch.get();
     while (true) {
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf), use_nothrow);
+      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf.data(), buf.size()), use_nothrow);
       error_code ignore;
       if (ec == asio::error::eof) {
         to.shutdown(tcp::socket::shutdown_send, ignore);  // pass the half-close on

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "proxy/exchange.h"
+#include "proxy/h1/body_relay.h"
 #include "proxy/h1/message.h"
 #include "proxy/watchdog.h"
 #include "proxy/worker_context.h"
@@ -46,7 +47,7 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   std::string peer_address_;   // client IP
   std::string peer_;           // client ip:port
   Watchdog watchdog_;
-  std::vector<char> scratch_down_, scratch_up_;  // one body buffer per direction
+  ScratchBuffer scratch_down_, scratch_up_;  // one body buffer per direction, allocated on first use
   std::string head_;           // the response head being written, reused across exchanges
   std::string request_head_;   // the request head for the app, reused across exchanges
 
