@@ -16,7 +16,12 @@ namespace sluice::proxy {
 class Worker {
  public:
   Worker(const ProxyConfig& config, std::atomic<std::size_t>& open, tcp::endpoint upstream)
-      : io_(1), acceptor_(io_), context_(config, io_.get_executor(), upstream), open_(open) {}
+      // Only this worker's thread does I/O on its sockets, so the reactor needs no per-socket locks;
+      // posting to the worker from other threads (shutdown) stays safe.
+      : io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO),
+        acceptor_(io_),
+        context_(config, io_.get_executor(), upstream),
+        open_(open) {}
 
   std::uint16_t bind(const tcp::endpoint& ep) {
     acceptor_.open(ep.protocol());

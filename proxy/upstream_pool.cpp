@@ -25,11 +25,14 @@ UpstreamPool::UpstreamPool(const asio::any_io_executor& ex, tcp::endpoint endpoi
   idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
 }
 
-asio::awaitable<std::tuple<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire() {
+asio::awaitable<std::tuple<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire(
+    bool verify) {
+  constexpr auto kFresh = std::chrono::milliseconds(100);
+  auto now = Clock::now();
   while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
-    if (looks_alive(c->socket)) {
+    if ((!verify && now - c->idle_since < kFresh) || looks_alive(c->socket)) {
       c->reused = true;
       co_return std::tuple{error_code{}, std::move(c)};
     }
@@ -48,6 +51,7 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<UpstreamConnection>>> Ups
 
 void UpstreamPool::release(std::unique_ptr<UpstreamConnection> conn) {
   if (idle_.size() >= max_idle_ || conn->buffer.size() != 0) return;  // closes it
+  conn->idle_since = Clock::now();
   idle_.push_back(std::move(conn));
 }
 

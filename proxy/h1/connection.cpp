@@ -281,7 +281,9 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   const bool head_request = req.method() == http::verb::head;
 
   for (int attempt = 0;; ++attempt) {
-    auto [cec, conn] = co_await worker_.pool.acquire();
+    // A streamed body cannot be replayed on a fresh connection, so its connection must be checked.
+    bool replayable = body == Framing::none || body_inline;
+    auto [cec, conn] = co_await worker_.pool.acquire(!replayable || attempt > 0);
     if (expired_ == Expired::exchange) co_return co_await fail_exchange(cec, "connect", false);
     if (cec) co_return co_await fail_exchange(cec, "upstream connect error", keep_alive && body == Framing::none);
     up = std::move(conn);
@@ -335,7 +337,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
     // Nothing came back. A pooled connection the app closed meanwhile is retried once on a fresh one
     // when no body bytes were committed to it.
     bool retry = up->reused && attempt == 0 && body != Framing::chunked && !pumping &&
-                 expired_ == Expired::nothing && !rp->got_some() &&
+                 expired_ == Expired::nothing && (!rp || !rp->got_some()) &&
                  (ec == asio::error::eof || ec == asio::error::connection_reset ||
                   ec == asio::error::broken_pipe);
     if (pumping) {
