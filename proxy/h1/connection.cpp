@@ -338,8 +338,8 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
     // when no body bytes were committed to it.
     bool retry = up->reused && attempt == 0 && body != Framing::chunked && !pumping &&
                  expired_ == Expired::nothing && (!rp || !rp->got_some()) &&
-                 (ec == asio::error::eof || ec == asio::error::connection_reset ||
-                  ec == asio::error::broken_pipe);
+                 (ec == http::error::end_of_stream || ec == asio::error::eof ||
+                  ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
     if (pumping) {
       error_code ignore;
       up->socket.cancel(ignore);
