@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "common/log.h"
+#include "proxy/completion.h"
 #include "proxy/h1/body_relay.h"
+#include "proxy/h1/tunnel.h"
 #include "proxy/headers.h"
 #include "proxy/request_log.h"
 
@@ -50,20 +52,6 @@ std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
 std::size_t field_count(const http::fields& f) {
   return static_cast<std::size_t>(std::distance(f.begin(), f.end()));
 }
-
-// Completion flag a coroutine can wait on: a timer that never expires by itself, cancelled to signal.
-struct Completion {
-  explicit Completion(const asio::any_io_executor& ex) : timer(ex, Clock::time_point::max()) {}
-  asio::awaitable<void> wait() {
-    while (!done) co_await timer.async_wait(use_nothrow);
-  }
-  void signal() {
-    done = true;
-    timer.cancel();
-  }
-  asio::steady_timer timer;
-  bool done = false;
-};
 
 }  // namespace
 
@@ -376,9 +364,9 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
                                        scratch_up_, head_, field_count(res.base()), progress);
   record_.response_bytes = progress.bytes;
 
-  bool upstream_clean = !pumping || pump_done->done;
+  bool upstream_clean = !pumping || pump_done->done();
   if (pumping) {
-    if (!pump_done->done) {
+    if (!pump_done->done()) {
       // The app answered before reading the whole request body: stop reading it, and since the
       // client's framing is now out of step, end the connection after this response.
       error_code ignore;
@@ -408,46 +396,8 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
 }
 
 asio::awaitable<void> Connection::tunnel(UpstreamConnection& up) {
-  // Bytes that arrived behind the heads belong to the new protocol.
-  if (down_buffer_.size() > 0) {
-    auto [ec, n] = co_await asio::async_write(up.socket, down_buffer_.data(), use_nothrow);
-    if (ec) co_return;
-    down_buffer_.consume(n);
-  }
-  if (up.buffer.size() > 0) {
-    auto [ec, n] = co_await asio::async_write(down_, up.buffer.data(), use_nothrow);
-    if (ec) co_return;
-    up.buffer.consume(n);
-  }
-  auto copy = [this](tcp::socket& from, tcp::socket& to,
-                     ScratchBuffer& scratch) -> asio::awaitable<void> {
-    std::span<char> buf = scratch.get();
-    while (true) {
-      auto [ec, n] = co_await from.async_read_some(asio::buffer(buf.data(), buf.size()), use_nothrow);
-      error_code ignore;
-      if (ec == asio::error::eof) {
-        to.shutdown(tcp::socket::shutdown_send, ignore);  // pass the half-close on
-        co_return;
-      }
-      if (ec) break;
-      last_write_ = Clock::now();
-      auto [wec, wn] = co_await asio::async_write(to, asio::buffer(buf.data(), n), use_nothrow);
-      (void)wn;
-      if (wec) break;
-    }
-    error_code ignore;  // one side failed: end both directions
-    from.cancel(ignore);
-    to.cancel(ignore);
-  };
-  Completion upward(down_.get_executor());
-  asio::co_spawn(down_.get_executor(),
-                 [&]() -> asio::awaitable<void> {
-                   co_await copy(down_, up.socket, scratch_down_);
-                   upward.signal();
-                 },
-                 asio::detached);
-  co_await copy(up.socket, down_, scratch_up_);
-  co_await upward.wait();
+  co_await relay_tunnel(down_, down_buffer_, scratch_down_, up.socket, up.buffer, scratch_up_,
+                        last_write_);
 }
 
 }  // namespace sluice::proxy::h1

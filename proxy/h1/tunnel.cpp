@@ -1,0 +1,56 @@
+// Upgraded-connection tunnel; see tunnel.h.
+#include "proxy/h1/tunnel.h"
+
+#include "proxy/completion.h"
+
+namespace sluice::proxy::h1 {
+namespace {
+
+asio::awaitable<void> copy(tcp::socket& from, tcp::socket& to, ScratchBuffer& scratch,
+                           Clock::time_point& last_activity) {
+  std::span<char> buf = scratch.get();
+  error_code ignore;
+  while (true) {
+    auto [ec, n] = co_await from.async_read_some(asio::buffer(buf.data(), buf.size()), use_nothrow);
+    if (ec == asio::error::eof) {
+      to.shutdown(tcp::socket::shutdown_send, ignore);  // pass the half-close on
+      co_return;
+    }
+    if (ec) break;
+    last_activity = Clock::now();
+    auto [wec, wn] = co_await asio::async_write(to, asio::buffer(buf.data(), n), use_nothrow);
+    (void)wn;
+    if (wec) break;
+  }
+  from.cancel(ignore);  // one side failed: end both directions
+  to.cancel(ignore);
+}
+
+asio::awaitable<error_code> flush(beast::flat_buffer& buffer, tcp::socket& to) {
+  if (buffer.size() == 0) co_return error_code{};
+  auto [ec, n] = co_await asio::async_write(to, buffer.data(), use_nothrow);
+  buffer.consume(n);
+  co_return ec;
+}
+
+}  // namespace
+
+asio::awaitable<void> relay_tunnel(tcp::socket& client, beast::flat_buffer& client_buffer,
+                                   ScratchBuffer& client_scratch, tcp::socket& app,
+                                   beast::flat_buffer& app_buffer, ScratchBuffer& app_scratch,
+                                   Clock::time_point& last_activity) {
+  // Bytes that arrived behind the heads already belong to the new protocol.
+  if (co_await flush(client_buffer, app)) co_return;
+  if (co_await flush(app_buffer, client)) co_return;
+  Completion upward(client.get_executor());
+  asio::co_spawn(client.get_executor(),
+                 [&]() -> asio::awaitable<void> {
+                   co_await copy(client, app, client_scratch, last_activity);
+                   upward.signal();
+                 },
+                 asio::detached);
+  co_await copy(app, client, app_scratch, last_activity);
+  co_await upward.wait();
+}
+
+}  // namespace sluice::proxy::h1
