@@ -1,12 +1,95 @@
-// Placeholder for the 'autoscaler' mode until its issue lands.
+// `sluice autoscaler simulate|serve`: the KPA tools. simulate replays a load trace through the KPA and
+// prints its decisions as CSV; serve (scraping sidecars in a cluster) is issue 9.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "app/modes.h"
+#include "autoscaler/config.h"
+#include "autoscaler/config_text.h"
+#include "autoscaler/simulator.h"
+#include "autoscaler/trace.h"
+#include "common/config_error.h"
 
 namespace sluice::app {
+namespace {
 
-int run_autoscaler(Args) {
-  std::fputs("sluice: the 'autoscaler' mode is not built yet\n", stderr);
+constexpr std::string_view kHelp =
+    "usage: sluice autoscaler simulate --trace FILE.csv [--config FILE]\n"
+    "       sluice autoscaler serve        (not built yet)\n"
+    "\n"
+    "simulate replays a load trace through Knative's KPA and prints its decisions.\n"
+    "  --trace FILE   CSV rows time,value[,ready]: time in whole seconds from the start; value is the\n"
+    "                 total concurrency (or requests/s with metric: rps) over all instances from that\n"
+    "                 second on; ready (optional) the ready instances, otherwise instances are assumed\n"
+    "                 ready as soon as they are wanted. A header line is allowed.\n"
+    "  --config FILE  `key: value` lines with Knative's config-autoscaler keys, e.g.\n"
+    "                 stable-window: 60s, container-concurrency-target-default: 100,\n"
+    "                 target-utilization-percentage: 70, target-burst-capacity: 211, min-scale: 0,\n"
+    "                 and the per-service keys metric, target, container-concurrency,\n"
+    "                 activation-scale, metric-aggregation-algorithm. Unset keys take Knative's defaults.\n"
+    "\n"
+    "The value is recorded every second; a decision is printed every 2 s, and at once when requests\n"
+    "arrive at zero instances. Output columns:\n"
+    "  time                   seconds\n"
+    "  observed               the trace's value at that second\n"
+    "  stable, panic          the value averaged over the stable and the panic window\n"
+    "  ready                  ready instances the decision saw\n"
+    "  desired                instances wanted (after min/max/initial scale and the zero grace period)\n"
+    "  excess_burst_capacity  spare capacity beyond target-burst-capacity (negative: too little)\n"
+    "  buffer                 1 when requests must pass the cold-start buffer (Knative's activator)\n"
+    "  mode                   stable, panic, or no-data\n";
+
+std::string read_file(std::string_view flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(std::string(flag) + ": '" + path + "' is not allowed: cannot read the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int simulate(Args args) {
+  std::string trace_path, config_path;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kHelp.data(), stdout);
+      return 0;
+    }
+    std::string* target = arg == "--trace" ? &trace_path : arg == "--config" ? &config_path : nullptr;
+    if (target == nullptr) throw ConfigError("autoscaler simulate: unknown argument '" + std::string(arg) + "'");
+    if (i + 1 >= args.size()) throw ConfigError(std::string(arg) + ": a file name is missing");
+    *target = std::string(args[++i]);
+  }
+  if (trace_path.empty()) throw ConfigError("--trace: missing (usage: sluice autoscaler simulate --trace FILE)");
+
+  autoscaler::AutoscalerConfig config;
+  if (!config_path.empty()) {
+    config = autoscaler::config_from_data(
+        autoscaler::parse_config_text(read_file("--config", config_path), config_path));
+  }
+  const auto trace = autoscaler::parse_trace(read_file("--trace", trace_path), trace_path);
+  const auto rows = autoscaler::simulate(trace, config);
+  const std::string csv = autoscaler::simulation_csv(rows);
+  std::fwrite(csv.data(), 1, csv.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int run_autoscaler(Args args) {
+  if (args.empty() || args.front() == "--help" || args.front() == "-h" || args.front() == "help") {
+    std::fputs(kHelp.data(), args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args.front() == "simulate") return simulate(args.subspan(1));
+  if (args.front() == "serve") {
+    std::fputs("sluice: 'autoscaler serve' is not built yet\n", stderr);
+    return 2;
+  }
+  std::fprintf(stderr, "sluice: unknown autoscaler command '%.*s'\n%s", static_cast<int>(args.front().size()),
+               args.front().data(), kHelp.data());
   return 2;
 }
 

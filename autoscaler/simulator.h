@@ -1,0 +1,36 @@
+// Replays a load trace through the KPA with a simulated clock: what Knative would decide for this traffic.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autoscaler/config.h"
+#include "autoscaler/kpa.h"
+#include "autoscaler/trace.h"
+
+namespace sluice::autoscaler {
+
+struct SimulationRow {
+  std::int64_t time_s = 0;
+  double observed = 0;  // the trace's value at this second
+  Decision decision;
+};
+
+// Every second from the first to the last trace time, the trace's value is recorded as the merged stat
+// (concurrency and requests/s alike; the config's metric picks which one scales). A decision is made every
+// tick interval from the start, and at once on a poke (requests while scaled to zero). Ready instances
+// come from the trace's ready column, or else follow the previous decision instantly.
+std::vector<SimulationRow> simulate(std::span<const TracePoint> trace, const AutoscalerConfig& config);
+
+inline constexpr std::string_view kSimulationCsvHeader =
+    "time,observed,stable,panic,ready,desired,excess_burst_capacity,buffer,mode";
+
+// One CSV line per row (with the header first): time in seconds; observed, stable and panic values;
+// ready and desired instances; excess burst capacity; buffer = 1 when the cold-start buffer stays in
+// the path; mode = stable, panic, or no-data.
+std::string simulation_csv(std::span<const SimulationRow> rows);
+
+}  // namespace sluice::autoscaler

@@ -1,0 +1,262 @@
+// The whole per-service KPA with its metric windows on an injected clock: stats every second, a decision
+// every 2 s, ready pods following the decisions (as if instances started at once). Expected counts are
+// worked out in the comments from ceil(observed / (target × utilization)) and Knative's rules.
+#include "autoscaler/kpa.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+
+namespace sluice::autoscaler {
+namespace {
+
+using namespace std::chrono_literals;
+
+TimePoint at(int second) { return TimePoint(std::chrono::seconds(second)); }
+
+Stat concurrency(double c) {
+  Stat s;
+  s.average_concurrent_requests = c;
+  return s;
+}
+
+// Drives a Kpa from second `from` to `to` with load(t), deciding on even seconds; returns each decision
+// by second. `ready` follows the decisions.
+class Drive {
+ public:
+  Drive(const AutoscalerConfig& config, std::int32_t ready, int start = 0)
+      : kpa_(config, ready, at(start)), ready_(ready) {}
+
+  std::map<int, Decision> run(int from, int to, const std::function<Stat(int)>& load) {
+    std::map<int, Decision> out;
+    for (int t = from; t <= to; ++t) {
+      kpa_.record(at(t), load(t));
+      if (t % 2 != 0) continue;
+      const Decision d = kpa_.decide(at(t), ready_);
+      if (d.valid) ready_ = d.desired_pods;
+      out[t] = d;
+    }
+    return out;
+  }
+
+  Kpa& kpa() { return kpa_; }
+
+ private:
+  Kpa kpa_;
+  std::int32_t ready_;
+};
+
+TEST(Kpa, SteadyLoadSettlesOnCeilOfLoadOverTargetTimesUtilization) {
+  Drive drive(AutoscalerConfig{}, 1);
+  // 400 / (100 × 0.7) = 5.71 → 6 pods. From 1 pod that is a panic (6 ≥ 2 × 1), which ends 60 s later.
+  const auto d = drive.run(0, 120, [](int) { return concurrency(400); });
+  EXPECT_EQ(d.at(0).desired_pods, 6);
+  EXPECT_TRUE(d.at(0).panicking);
+  EXPECT_TRUE(d.at(60).panicking);
+  EXPECT_FALSE(d.at(62).panicking);
+  EXPECT_EQ(d.at(120).desired_pods, 6);
+  EXPECT_DOUBLE_EQ(d.at(120).observed_stable, 400);
+}
+
+TEST(Kpa, StepUpPanicsAndScaleUpIsBoundedByTheRate) {
+  AutoscalerConfig config;
+  config.max_scale_up_rate = 10;
+  Drive drive(config, 1);
+  // 70 = one pod's target until t=59, then 7000 (100 pods' worth). Panic window 6 s.
+  const auto d = drive.run(0, 66, [](int t) { return concurrency(t < 60 ? 70 : 7000); });
+  EXPECT_EQ(d.at(58).desired_pods, 1);
+  EXPECT_FALSE(d.at(58).panicking);
+  // t=60: panic = (5 × 70 + 7000) / 6 = 1225 → 18 pods ≥ 2 × 1: panic; 10 × 1 ready caps it at 10.
+  EXPECT_DOUBLE_EQ(d.at(60).observed_panic, 1225);
+  EXPECT_TRUE(d.at(60).panicking);
+  EXPECT_EQ(d.at(60).desired_pods, 10);
+  // t=62: (3 × 70 + 3 × 7000) / 6 = 3535 → 50.5 → 51 (cap 100).
+  EXPECT_EQ(d.at(62).desired_pods, 51);
+  // t=64: (70 + 5 × 7000) / 6 = 5845 → 83.5 → 84; t=66: 7000 → 100.
+  EXPECT_EQ(d.at(64).desired_pods, 84);
+  EXPECT_EQ(d.at(66).desired_pods, 100);
+}
+
+TEST(Kpa, StepDownNeverScalesDownInPanicThenAtMostHalvesPerDecision) {
+  Drive drive(AutoscalerConfig{}, 1);
+  // 7000 for 20 s, then nothing. t=0: 7000 → 100 pods, panic (last over-threshold tick: t=0).
+  const auto d = drive.run(0, 66, [](int t) { return concurrency(t < 20 ? 7000 : 0); });
+  EXPECT_EQ(d.at(0).desired_pods, 100);
+  // t=30: the panic window reads 0, the stable one 20 × 7000 / 31 → 65 pods; panic holds 100.
+  EXPECT_DOUBLE_EQ(d.at(30).observed_panic, 0);
+  EXPECT_EQ(d.at(30).desired_pods, 100);
+  EXPECT_EQ(d.at(60).desired_pods, 100);
+  // t=62: stable mode. 17 × 7000 / 60 = 1983.3 → 29 pods, but 100 / 2 = 50 is the floor.
+  EXPECT_FALSE(d.at(62).panicking);
+  EXPECT_EQ(d.at(62).desired_pods, 50);
+  // t=64: 15 × 7000 / 60 = 1750 → 25 = 50 / 2. t=66: 13 × 7000 / 60 = 1516.7 → 21.7 → 22 (floor 12).
+  EXPECT_EQ(d.at(64).desired_pods, 25);
+  EXPECT_EQ(d.at(66).desired_pods, 22);
+}
+
+TEST(Kpa, RestartWithSeveralReadyPodsHoldsThemForAStableWindow) {
+  Drive drive(AutoscalerConfig{}, 100);
+  // 70 = one pod's worth, but the KPA just started with 100 ready: panic, hold 100 until t=62,
+  // then halve per decision down to 1.
+  const auto d = drive.run(0, 74, [](int) { return concurrency(70); });
+  EXPECT_TRUE(d.at(0).panicking);
+  EXPECT_EQ(d.at(60).desired_pods, 100);
+  const int want[] = {50, 25, 12, 6, 3, 1, 1};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(d.at(62 + 2 * i).desired_pods, want[i]) << "t=" << 62 + 2 * i;
+}
+
+TEST(Kpa, IdleScalesToZeroOnlyAfterTheGracePeriod) {
+  Drive drive(AutoscalerConfig{}, 1);
+  const auto d = drive.run(0, 102, [](int t) { return concurrency(t < 10 ? 70 : 0); });
+  // t=68: the stable window still holds t=9's 70: 70 / 60 → 1 pod.
+  EXPECT_EQ(d.at(68).decider_pods, 1);
+  // t=70: a whole stable window without traffic: the decider wants 0; the grace period (30 s) starts.
+  EXPECT_EQ(d.at(70).decider_pods, 0);
+  EXPECT_EQ(d.at(70).desired_pods, 1);
+  EXPECT_EQ(d.at(98).desired_pods, 1);
+  EXPECT_EQ(d.at(100).desired_pods, 0);
+  EXPECT_EQ(d.at(102).desired_pods, 0);
+}
+
+TEST(Kpa, TrafficDuringTheGracePeriodCancelsScaleToZero) {
+  AutoscalerConfig config;
+  config.stable_window = 6s;  // short windows to keep the arithmetic small; panic window 1 s
+  config.scale_to_zero_grace_period = 10s;
+  Drive drive(config, 1);
+  const auto d = drive.run(0, 40, [](int t) { return concurrency(t == 20 ? 7 : 0); });
+  // Zero wanted from t=0; t=8 is within 10 s; t=10 would scale to zero.
+  EXPECT_EQ(d.at(8).desired_pods, 1);
+  EXPECT_EQ(d.at(10).desired_pods, 0);
+  // t=20: 7 concurrent → 1 pod (7 / 6 buckets → 1.17 → 1); the grace restarts after it leaves the window.
+  EXPECT_EQ(d.at(20).desired_pods, 1);
+  EXPECT_EQ(d.at(26).decider_pods, 0);  // buckets 21..26 are all 0
+  EXPECT_EQ(d.at(34).desired_pods, 1);
+  EXPECT_EQ(d.at(36).desired_pods, 0);
+}
+
+TEST(Kpa, ScaleToZeroDisabledKeepsOnePod) {
+  AutoscalerConfig config;
+  config.enable_scale_to_zero = false;
+  Drive drive(config, 1);
+  const auto d = drive.run(0, 200, [](int) { return concurrency(0); });
+  EXPECT_EQ(d.at(200).decider_pods, 0);
+  EXPECT_EQ(d.at(200).desired_pods, 1);
+}
+
+TEST(Kpa, MinScaleIsAFloorAndMaxScaleACap) {
+  AutoscalerConfig config;
+  config.min_scale = 2;
+  config.max_scale = 3;
+  Drive idle(config, 1);
+  EXPECT_EQ(idle.run(0, 100, [](int) { return concurrency(0); }).at(100).desired_pods, 2);
+  Drive busy(config, 1);
+  EXPECT_EQ(busy.run(0, 10, [](int) { return concurrency(7000); }).at(10).desired_pods, 3);
+}
+
+TEST(Kpa, InitialScaleHoldsUntilReachedOnce) {
+  AutoscalerConfig config;
+  config.initial_scale = 3;
+  Kpa kpa(config, 0, at(0));
+  kpa.record(at(0), concurrency(0));
+  EXPECT_EQ(kpa.decide(at(0), 0).desired_pods, 3);  // nothing ready yet: start 3
+  kpa.record(at(1), concurrency(0));
+  EXPECT_EQ(kpa.decide(at(1), 2).desired_pods, 3);
+  kpa.record(at(2), concurrency(0));
+  // 3 ready once: initial scale is done; no load, 3 / 2 = 1 allowed.
+  EXPECT_EQ(kpa.decide(at(2), 3).desired_pods, 1);
+}
+
+TEST(Kpa, ActivationScaleStartsSeveralPodsForAnyRequest) {
+  AutoscalerConfig config;
+  config.activation_scale = 3;
+  Kpa kpa(config, 0, at(0));
+  kpa.record(at(0), concurrency(0.5));  // ceil(0.5 / 70) = 1 pod → activation scale 3
+  EXPECT_EQ(kpa.decide(at(0), 0).desired_pods, 3);
+}
+
+TEST(Kpa, RpsModeScalesOnRequestsPerSecond) {
+  AutoscalerConfig config;
+  config.metric = ScalingMetric::rps;
+  Kpa kpa(config, 1, at(0));
+  Stat s;
+  s.average_concurrent_requests = 1;  // ignored in RPS mode
+  s.request_count = 400;
+  kpa.record(at(0), s);
+  const Decision d = kpa.decide(at(0), 1);
+  EXPECT_DOUBLE_EQ(d.observed_stable, 400);
+  EXPECT_EQ(d.desired_pods, 3);  // 400 / (200 × 0.7) = 2.86
+}
+
+TEST(Kpa, LoadThroughTheActivatorIsCountedOnce) {
+  Kpa kpa(AutoscalerConfig{}, 1, at(0));
+  Stat s;
+  s.average_concurrent_requests = 140;
+  s.average_proxied_concurrent_requests = 70;  // the activator reports these 70 itself
+  kpa.record(at(0), s);
+  EXPECT_DOUBLE_EQ(kpa.decide(at(0), 1).observed_stable, 70);
+}
+
+TEST(Kpa, BufferLeavesThePathOnlyWithSpareBurstCapacity) {
+  // Default TBC 211, 100 per pod: 3 pods at 70 have 300 − 211 − 70 = 19 spare.
+  Kpa three(AutoscalerConfig{}, 3, at(0));
+  three.record(at(0), concurrency(70));
+  Decision d = three.decide(at(0), 3);
+  EXPECT_EQ(d.excess_burst_capacity, 19);
+  EXPECT_FALSE(d.buffer_in_path);
+  // One pod: 100 − 211 − 70 = −181: bursts must be buffered.
+  Kpa one(AutoscalerConfig{}, 1, at(0));
+  one.record(at(0), concurrency(70));
+  d = one.decide(at(0), 1);
+  EXPECT_EQ(d.excess_burst_capacity, -181);
+  EXPECT_TRUE(d.buffer_in_path);
+  // TBC −1: always buffered; TBC 0: never, while pods are wanted.
+  AutoscalerConfig always;
+  always.target_burst_capacity = -1;
+  Kpa a(always, 3, at(0));
+  a.record(at(0), concurrency(70));
+  EXPECT_TRUE(a.decide(at(0), 3).buffer_in_path);
+  AutoscalerConfig never;
+  never.target_burst_capacity = 0;
+  Kpa n(never, 1, at(0));
+  n.record(at(0), concurrency(70));
+  EXPECT_FALSE(n.decide(at(0), 1).buffer_in_path);
+}
+
+TEST(Kpa, RequestsAtZeroPodsAskForADecisionAtOnce) {
+  Kpa kpa(AutoscalerConfig{}, 0, at(0));
+  EXPECT_FALSE(kpa.record(at(0), concurrency(0)));
+  EXPECT_TRUE(kpa.record(at(1), concurrency(1)));
+  EXPECT_EQ(kpa.decide(at(1), 0).desired_pods, 1);
+  EXPECT_FALSE(kpa.record(at(2), concurrency(1)));  // not at zero any more
+}
+
+TEST(Kpa, NoStatInAStableWindowMeansNoDecision) {
+  Kpa kpa(AutoscalerConfig{}, 2, at(0));
+  Decision d = kpa.decide(at(0), 2);
+  EXPECT_FALSE(d.valid);
+  EXPECT_EQ(d.desired_pods, 2);
+  kpa.record(at(1), concurrency(70));
+  EXPECT_TRUE(kpa.decide(at(2), 2).valid);
+  EXPECT_FALSE(kpa.decide(at(62), 2).valid);  // the last stat is more than 60 s old
+}
+
+TEST(Kpa, WeightedAveragingReactsFasterToRecentLoad) {
+  AutoscalerConfig linear;
+  AutoscalerConfig weighted;
+  weighted.aggregation = Averaging::weighted_exponential;
+  Kpa a(linear, 1, at(0));
+  Kpa b(weighted, 1, at(0));
+  for (int t = 0; t < 60; ++t) {
+    a.record(at(t), concurrency(t < 50 ? 0 : 700));
+    b.record(at(t), concurrency(t < 50 ? 0 : 700));
+  }
+  // Linear: 10 × 700 / 60 = 116.7. Weighted (coefficient 0.2 for 60 buckets): 700 × (1 − 0.8^10) = 624.8.
+  EXPECT_DOUBLE_EQ(a.decide(at(59), 1).observed_stable, 116.666667);
+  EXPECT_NEAR(b.decide(at(59), 1).observed_stable, 700 * (1 - std::pow(0.8, 10)), 1e-9);
+}
+
+}  // namespace
+}  // namespace sluice::autoscaler
