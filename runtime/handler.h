@@ -1,0 +1,49 @@
+// A handler starts instances one way (like a CRI RuntimeClass handler); a Task is one started instance.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/instance.h"
+
+namespace sluice::runtime {
+
+struct StartRequest {
+  const InstanceSpec& spec;
+  std::vector<std::string> env;        // complete environment, contract variables included
+  std::filesystem::path instance_dir;  // private to the instance, removed with it
+  int stdout_fd = -1;                  // write ends of the capture pipes
+  int stderr_fd = -1;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual pid_t pid() const = 0;     // the direct child the runtime reaps
+  virtual int pidfd() const = 0;     // owned by the task
+  virtual void terminate() = 0;      // SIGTERM to the whole instance
+  virtual void kill() = 0;           // SIGKILL to the whole instance
+  virtual bool freeze(std::string& error) = 0;
+  virtual bool thaw(std::string& error) = 0;
+  virtual std::string throttle_name() const = 0;
+  // After the direct child exited: kills leftovers and removes cgroups/bundles. Idempotent.
+  virtual void cleanup() = 0;
+};
+
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  virtual std::string_view name() const = 0;
+  // nullopt when usable; otherwise why not, in the underlying runtime's own words.
+  virtual std::optional<std::string> unavailable_reason() = 0;
+  // nullptr with `error` set when the instance could not be started.
+  virtual std::unique_ptr<Task> start(const StartRequest& req, std::string& error) = 0;
+};
+
+}  // namespace sluice::runtime

@@ -1,0 +1,33 @@
+// OCI bundle generation: a config.json for one instance (host network, its own pid/mount/ipc/uts namespaces).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sluice::runtime {
+
+struct BindMount {
+  std::filesystem::path source;
+  std::string destination;
+  bool read_only = true;
+};
+
+struct OciConfig {
+  std::vector<std::string> args;
+  std::vector<std::string> env;  // "KEY=VALUE"
+  std::string cwd = "/";
+  std::filesystem::path rootfs;  // absolute
+  bool rootfs_read_only = true;
+  std::string hostname;
+  std::vector<BindMount> binds;  // after the standard /proc, /dev, /sys, /tmp mounts
+  bool dns_files = true;         // bind the host's /etc/resolv.conf and /etc/hosts read-only
+};
+
+// The config.json text (OCI runtime spec 1.0.2).
+std::string oci_config_json(const OciConfig& cfg);
+
+// Writes <bundle>/config.json; false with `error` set on failure.
+bool write_bundle(const std::filesystem::path& bundle, const OciConfig& cfg, std::string& error);
+
+}  // namespace sluice::runtime

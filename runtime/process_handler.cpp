@@ -1,0 +1,116 @@
+// Process tasks: signals go to the process group; freeze goes through the cgroup or SIGSTOP.
+#include "runtime/process_handler.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "runtime/instance_cgroup.h"
+#include "runtime/spawn.h"
+
+namespace sluice::runtime {
+namespace {
+
+// Third field of /proc/<pid>/stat, after the parenthesised command name.
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+}
+
+class ProcessTask : public Task {
+ public:
+  ProcessTask(Spawned s, std::unique_ptr<InstanceCgroup> cg, ThrottleKind kind)
+      : pid_(s.pid), pidfd_(s.pidfd), cgroup_(std::move(cg)), kind_(kind) {}
+  ~ProcessTask() override {
+    cleanup();
+    ::close(pidfd_);
+  }
+
+  pid_t pid() const override { return pid_; }
+  int pidfd() const override { return pidfd_; }
+  void terminate() override { ::kill(-pid_, SIGTERM); }
+
+  void kill() override {
+    if (cgroup_) cgroup_->kill_all();
+    ::kill(-pid_, SIGKILL);
+  }
+
+  bool freeze(std::string& error) override {
+    if (cgroup_) return cgroup_->freeze(error);
+    if (kind_ == ThrottleKind::none) {
+      error = "CPU throttling is off (throttle 'none')";
+      return false;
+    }
+    if (::kill(-pid_, SIGSTOP) != 0) {
+      error = "SIGSTOP to process group " + std::to_string(pid_) + " failed";
+      return false;
+    }
+    // Delivery is asynchronous: report frozen only once the leader is really stopped.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (process_state(pid_) != 'T' && process_state(pid_) != 't') {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        error = "process " + std::to_string(pid_) + " not stopped 2 s after SIGSTOP";
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return true;
+  }
+
+  bool thaw(std::string& error) override {
+    if (cgroup_) return cgroup_->thaw(error);
+    if (kind_ == ThrottleKind::none) return true;
+    if (::kill(-pid_, SIGCONT) != 0) {
+      error = "SIGCONT to process group " + std::to_string(pid_) + " failed";
+      return false;
+    }
+    return true;
+  }
+
+  std::string throttle_name() const override { return std::string(to_string(kind_)); }
+
+  void cleanup() override {
+    if (cleaned_) return;
+    cleaned_ = true;
+    if (cgroup_) {
+      std::string ignored;
+      cgroup_->remove(ignored);
+    } else {
+      // Without a cgroup the group id is all we have; members that outlived the leader keep it valid.
+      ::kill(-pid_, SIGKILL);
+    }
+  }
+
+ private:
+  pid_t pid_;
+  int pidfd_;
+  std::unique_ptr<InstanceCgroup> cgroup_;
+  ThrottleKind kind_;
+  bool cleaned_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string& error) {
+  std::unique_ptr<InstanceCgroup> cg;
+  if (uses_cgroup(throttle_.kind)) {
+    cg = InstanceCgroup::create(throttle_, req.spec.id, error);
+    if (!cg) return nullptr;
+  }
+  SpawnRequest sr{req.spec.command, req.env, req.spec.working_dir, req.stdout_fd, req.stderr_fd,
+                  cg ? cg->procs_fd() : -1};
+  auto spawned = spawn_process(sr);
+  if (cg) cg->close_procs_fd();
+  if (spawned.pid < 0) {
+    error = spawned.error;
+    return nullptr;  // cg's destructor removes the cgroup
+  }
+  return std::make_unique<ProcessTask>(spawned, std::move(cg), throttle_.kind);
+}
+
+}  // namespace sluice::runtime

@@ -1,0 +1,148 @@
+// fork/exec with an error pipe, so a bad command fails start() with the exec errno instead of a crash.
+#include "runtime/spawn.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace sluice::runtime {
+namespace {
+
+std::vector<char*> cstrs(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Between fork and exec only async-signal-safe calls: everything below is a raw syscall.
+[[noreturn]] void child_fail(int err_fd, int err) {
+  ssize_t ignored = ::write(err_fd, &err, sizeof err);
+  (void)ignored;
+  ::_exit(127);
+}
+
+[[noreturn]] void child(const SpawnRequest& req, const char* exe, char** argv, char** envp, int err_fd) {
+  // The parent may block signals (sluice run waits for SIGTERM with sigwait); the app must not inherit that.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
+  if (::setpgid(0, 0) != 0) child_fail(err_fd, errno);
+  if (req.cgroup_procs_fd >= 0 && ::write(req.cgroup_procs_fd, "0", 1) != 1) child_fail(err_fd, errno);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull < 0 || ::dup2(devnull, 0) < 0) child_fail(err_fd, errno);
+  if (::dup2(req.stdout_fd, 1) < 0 || ::dup2(req.stderr_fd, 2) < 0) child_fail(err_fd, errno);
+  // Nothing of the runtime's (sockets, other instances' pipes) may leak into the app.
+  ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (!req.working_dir.empty() && ::chdir(req.working_dir.c_str()) != 0) child_fail(err_fd, errno);
+  ::execve(exe, argv, envp);
+  child_fail(err_fd, errno);
+}
+
+}  // namespace
+
+std::string resolve_executable(const std::string& name, const std::string& path_var) {
+  if (name.find('/') != std::string::npos) return name;
+  size_t start = 0;
+  while (start <= path_var.size()) {
+    size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    std::string dir = path_var.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+Spawned spawn_process(const SpawnRequest& req) {
+  Spawned out;
+  if (req.argv.empty()) {
+    out.error = "empty command";
+    return out;
+  }
+  std::string path_var = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& kv : req.env)
+    if (kv.rfind("PATH=", 0) == 0) path_var = kv.substr(5);
+  std::string exe = resolve_executable(req.argv[0], path_var);
+  if (exe.empty()) {
+    out.error = "exec " + req.argv[0] + ": command not found in PATH";
+    return out;
+  }
+  auto argv = cstrs(req.argv);
+  auto envp = cstrs(req.env);
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    out.error = std::string("pipe: ") + std::strerror(errno);
+    return out;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    out.error = std::string("fork: ") + std::strerror(errno);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    return out;
+  }
+  if (pid == 0) child(req, exe.c_str(), argv.data(), envp.data(), err_pipe[1]);
+  ::close(err_pipe[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(err_pipe[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(err_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    ::waitpid(pid, nullptr, 0);
+    out.error = "exec " + req.argv[0] + ": " + std::strerror(child_errno);
+    return out;
+  }
+  // Set in the parent too, so the group exists before anyone signals it (no race with the child).
+  ::setpgid(pid, pid);
+  out.pid = pid;
+  out.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (out.pidfd < 0) {
+    out.error = std::string("pidfd_open: ") + std::strerror(errno);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    out.pid = -1;
+  }
+  return out;
+}
+
+int run_helper(const std::vector<std::string>& argv, std::string& output) {
+  int out_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  SpawnRequest req{argv, env, {}, out_pipe[1], out_pipe[1], -1};
+  auto spawned = spawn_process(req);
+  ::close(out_pipe[1]);
+  if (spawned.pid < 0) {
+    ::close(out_pipe[0]);
+    output = spawned.error;
+    return -1;
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out_pipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) output.append(buf, static_cast<size_t>(n));
+  ::close(out_pipe[0]);
+  ::close(spawned.pidfd);
+  int status = 0;
+  while (::waitpid(spawned.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace sluice::runtime

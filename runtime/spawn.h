@@ -1,0 +1,37 @@
+// fork/exec of an instance process: own process group, stdin at EOF, output to pipes, optional cgroup.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sluice::runtime {
+
+struct SpawnRequest {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "KEY=VALUE", the complete environment
+  std::filesystem::path working_dir;
+  int stdout_fd = -1;            // write ends, dup'ed onto 1 and 2 in the child
+  int stderr_fd = -1;
+  int cgroup_procs_fd = -1;      // when >= 0, the child writes "0" here before exec
+};
+
+struct Spawned {
+  pid_t pid = -1;     // also the process group id
+  int pidfd = -1;     // for waiting without SIGCHLD; owned by the caller
+  std::string error;  // set (and pid -1) when fork/exec failed, e.g. "exec foo: No such file or directory"
+};
+
+// Returns once the child has exec'ed (or failed to); never leaves a failed child unreaped.
+Spawned spawn_process(const SpawnRequest& req);
+
+// argv[0] resolved against `path_var` (a PATH value) when it has no '/'; empty if not found.
+std::string resolve_executable(const std::string& name, const std::string& path_var);
+
+// Runs a helper command (e.g. `runc kill`) to completion; returns its exit code (-1 if it could not run
+// or was killed) and its combined output.
+int run_helper(const std::vector<std::string>& argv, std::string& output);
+
+}  // namespace sluice::runtime
