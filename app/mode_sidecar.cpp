@@ -1,7 +1,10 @@
-// `sluice sidecar`: the queue-proxy drop-in. Parses the configuration, starts the proxy, drains on
-// SIGTERM/SIGINT and exits 0.
+// `sluice sidecar`: the queue-proxy drop-in. Parses the configuration, starts the proxy on its workers
+// and the control plane (stats, metrics, admin) on a thread of its own; on SIGTERM/SIGINT drains as
+// queue-proxy does (health checks fail, quiet period, in-flight exchanges finish) and exits 0.
 #include <csignal>
 #include <cstdio>
+#include <future>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -9,9 +12,27 @@
 #include "app/modes.h"
 #include "app/sidecar_config.h"
 #include "common/log.h"
+#include "proxy/control_plane.h"
 #include "proxy/server.h"
 
 namespace sluice::app {
+namespace {
+
+namespace asio = boost::asio;
+
+void set_log_identity(const SidecarConfig& cfg) {
+  std::string fields;
+  log::append_json_string(fields, "knative.dev/key");
+  fields += ':';
+  log::append_json_string(fields, cfg.namespace_name + "/" + cfg.revision);
+  fields += ',';
+  log::append_json_string(fields, "knative.dev/pod");
+  fields += ':';
+  log::append_json_string(fields, cfg.pod);
+  log::set_static_fields(std::move(fields));
+}
+
+}  // namespace
 
 int run_sidecar(Args args) {
   SidecarConfig cfg = parse_sidecar_config(process_env(), args);
@@ -22,26 +43,25 @@ int run_sidecar(Args args) {
   log::Level level = log::Level::info;
   log::parse_level(cfg.logging_level, level);
   log::set_level(level);
-  {
-    std::string fields;
-    log::append_json_string(fields, "knative.dev/key");
-    fields += ':';
-    log::append_json_string(fields, cfg.namespace_name + "/" + cfg.revision);
-    fields += ',';
-    log::append_json_string(fields, "knative.dev/pod");
-    fields += ':';
-    log::append_json_string(fields, cfg.pod);
-    log::set_static_fields(std::move(fields));
-  }
+  set_log_identity(cfg);
   if (cfg.revision_timeout_disabled)
     log::warn("REVISION_TIMEOUT_SECONDS=0: no request timeout (queue-proxy would answer 504 to every request)");
 
-  // Block the signals before any worker thread starts, so only the signal_set sees them.
-  boost::asio::io_context signals_io(1);
-  boost::asio::signal_set signals(signals_io, SIGTERM, SIGINT);
+  // The signal set exists before any worker thread starts, so every thread's signals reach it.
+  asio::io_context control(1);
+  asio::signal_set signals(control, SIGTERM, SIGINT);
 
   proxy::Server server(cfg.proxy);
+  if (cfg.user_metrics) {
+    server.shared().request_metrics = std::make_unique<metrics::RequestMetrics>(metrics::RequestMetricsConfig{
+        .pod = cfg.control.pod, .service = cfg.service, .names = cfg.metric_names});
+  }
+  proxy::ControlPlane plane(control, server.shared(), cfg.control);
   server.start();
+  plane.start();
+  for (const auto& l : plane.listeners())
+    log::info("listening").kv("listener", l.name).kv("address", cfg.control.listen_address).kv("port", static_cast<unsigned>(l.port));
+  // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening")
       .kv("listener", "proxy")
       .kv("address", cfg.proxy.listen_address)
@@ -50,13 +70,29 @@ int run_sidecar(Args args) {
       .kv("workers", server.workers())
       .kv("container_concurrency", cfg.container_concurrency);
 
-  int received = 0;
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (!ec) received = sig;
-  });
-  signals_io.run();
-  log::info("draining").kv("signal", received).kv("in_flight_connections", server.open_connections());
+  std::promise<void> drained;
+  asio::co_spawn(control, [&]() -> asio::awaitable<void> {
+    bool first = true;
+    while (true) {
+      auto [ec, sig] = co_await signals.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return;
+      log::info("draining").kv("signal", sig).kv("open_connections", server.open_connections());
+      plane.terminate();
+      if (!first) continue;
+      first = false;
+      asio::co_spawn(control, [&]() -> asio::awaitable<void> {
+        co_await plane.drained();
+        drained.set_value();
+      }, asio::detached);
+    }
+  }, asio::detached);
+  std::thread control_thread([&] { control.run(); });
+
+  drained.get_future().wait();
+  log::info("drained: closing listeners").kv("open_connections", server.open_connections());
   server.shutdown(cfg.drain_timeout);
+  control.stop();
+  control_thread.join();
   log::info("stopped");
   return 0;
 }

@@ -31,6 +31,11 @@ std::vector<OptionSpec> sidecar_options() {
        "time since the last byte written to the client, 0 = none"},
       {"SERVING_ENABLE_REQUEST_LOG", "serving-enable-request-log", false, "JSON request log on stdout"},
       {"SERVING_REQUEST_LOG_TEMPLATE", "serving-request-log-template", false, "accepted; the JSON shape is Knative's default template"},
+      {"SERVING_ENABLE_PROBE_REQUEST_LOG", "serving-enable-probe-request-log", false, "log health checks too"},
+      {"SERVING_READINESS_PROBE", "serving-readiness-probe", false,
+       "the user container's probe as JSON (tcpSocket/httpGet); default: TCP connect to USER_PORT"},
+      {"SERVING_REQUEST_METRICS_BACKEND", "serving-request-metrics-backend", false,
+       "prometheus: serve request metrics on the user-metrics port"},
       {"OBSERVABILITY_CONFIG", "observability-config", false, "Knative >= 1.19 JSON (enableRequestLog, ...)"},
       {"SLUICE_WORKERS", "workers", false, "worker threads, 0 = one per CPU (default 0)"},
       {"SLUICE_LISTEN_ADDRESS", "listen-address", false, "address to listen on (default 0.0.0.0; :: for dual stack)"},
@@ -46,26 +51,142 @@ std::vector<OptionSpec> sidecar_options() {
        "idle keep-alive connections to the app per worker (default: concurrency, or 1000 when 0)"},
       {"SLUICE_IO_BUFFER_BYTES", "io-buffer-bytes", false, "body buffer per direction per exchange (default 65536)"},
       {"SLUICE_DRAIN_TIMEOUT_SECONDS", "drain-timeout-seconds", false,
-       "longest wait for in-flight requests after SIGTERM (default 30)"},
+       "longest wait for in-flight requests once draining ends (default 30)"},
+      {"SLUICE_DRAIN_QUIET_PERIOD_MS", "drain-quiet-period-ms", false,
+       "after SIGTERM, drain ends this long after the last ordinary request (default 30000, as queue-proxy)"},
+      {"SLUICE_QUEUE_DEPTH", "queue-depth", false,
+       "requests waiting for a slot when CONTAINER_CONCURRENCY > 0 (default 10 x concurrency; 503 beyond)"},
+      {"SLUICE_ADMIN_PORT", "admin-port", false, "admin port: /wait-for-drain (default 8022; 0 = any)"},
+      {"SLUICE_METRICS_PORT", "metrics-port", false, "autoscaler stat port: /metrics (default 9090; 0 = any)"},
+      {"SLUICE_USER_METRICS_PORT", "user-metrics-port", false,
+       "request metrics port when enabled (default 9091; 0 = any)"},
+      {"SLUICE_METRIC_NAMES", "metric-names", false,
+       "request metric family: legacy (QP <= 1.18), otel (QP >= 1.19) or both (default: by the variables set)"},
   };
 }
 
-// Knative >= 1.19 folds the request-log switch into OBSERVABILITY_CONFIG.
-bool observability_request_log(const std::string& json, bool fallback) {
+// Knative >= 1.19 folds the request-log and request-metrics switches into OBSERVABILITY_CONFIG.
+struct Observability {
+  bool request_log, probe_request_log, prometheus_metrics;
+};
+
+Observability parse_observability(const std::string& json, Observability fallback) {
   boost::system::error_code ec;
   auto v = boost::json::parse(json, ec);
   if (ec || !v.is_object())
     throw ConfigError("OBSERVABILITY_CONFIG: not a JSON object (" + ec.message() + ")");
-  if (auto* p = v.as_object().if_contains("enableRequestLog")) {
-    if (p->is_bool()) return p->as_bool();
-    throw ConfigError("OBSERVABILITY_CONFIG: enableRequestLog must be true or false");
+  const auto& o = v.as_object();
+  auto flag = [&](const char* key, bool& out) {
+    if (auto* p = o.if_contains(key)) {
+      if (!p->is_bool()) throw ConfigError(std::string("OBSERVABILITY_CONFIG: ") + key + " must be true or false");
+      out = p->as_bool();
+    }
+  };
+  Observability r = fallback;
+  flag("enableRequestLog", r.request_log);
+  flag("enableProbeRequestLog", r.probe_request_log);
+  if (auto* m = o.if_contains("requestMetrics"); m && m->is_object()) {
+    if (auto* p = m->as_object().if_contains("protocol"); p && p->is_string())
+      r.prometheus_metrics = p->as_string() == "prometheus";
   }
-  return fallback;
+  return r;
+}
+
+[[noreturn]] void bad_probe(std::string_view what) {
+  throw ConfigError("SERVING_READINESS_PROBE: " + std::string(what));
+}
+
+std::int64_t probe_int(const boost::json::object& o, const char* key, std::int64_t fallback) {
+  auto* p = o.if_contains(key);
+  if (!p) return fallback;
+  if (p->is_int64() && p->as_int64() >= 0) return p->as_int64();
+  if (p->is_uint64()) return static_cast<std::int64_t>(p->as_uint64());
+  bad_probe(std::string(key) + " must be a non-negative integer");
+}
+
+std::uint16_t probe_port(const boost::json::object& handler, std::uint16_t user_port) {
+  auto* p = handler.if_contains("port");
+  if (!p) return user_port;
+  std::int64_t port = -1;
+  if (p->is_int64()) port = p->as_int64();
+  if (p->is_string()) {  // IntOrString: queue-proxy receives numbers, but a numeric string is fine too
+    const auto& str = p->as_string();
+    if (!str.empty() && str.find_first_not_of("0123456789") == boost::json::string::npos && str.size() < 6)
+      port = std::stoll(std::string(str));
+    else
+      bad_probe("named port \"" + std::string(str) + "\" cannot be resolved by the sidecar; use a number");
+  }
+  if (port == 0) return user_port;
+  if (port < 1 || port > 65535) bad_probe("port must be a number from 1 to 65535");
+  return static_cast<std::uint16_t>(port);
 }
 
 proxy::Millis seconds(std::int64_t s) { return proxy::Millis(s * 1000); }
 
 }  // namespace
+
+proxy::ReadinessProbeConfig parse_readiness_probe(std::string_view json, std::uint16_t user_port) {
+  proxy::ReadinessProbeConfig c;
+  c.port = user_port;
+  if (json.find_first_not_of(" \t\r\n") == std::string_view::npos) return c;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(json, ec);
+  if (ec) bad_probe("not JSON (" + ec.message() + ")");
+  if (v.is_array()) {  // ENABLE_MULTI_CONTAINER_PROBES: one probe per container; the first is the app's
+    if (v.as_array().empty()) return c;
+    v = boost::json::value(v.as_array().front());
+  }
+  if (!v.is_object()) bad_probe("expected a JSON object (a Kubernetes probe)");
+  const auto& o = v.as_object();
+  c.timeout = proxy::Millis(1000 * probe_int(o, "timeoutSeconds", 1));
+  if (c.timeout.count() == 0) c.timeout = proxy::Millis(1000);
+  c.period = proxy::Millis(1000 * probe_int(o, "periodSeconds", 0));
+  (void)probe_int(o, "successThreshold", 1);  // validated; the kubelet counts successes, not sluice
+  (void)probe_int(o, "failureThreshold", 3);
+  auto host = [&](const boost::json::object& h) {
+    if (auto* p = h.if_contains("host"); p && p->is_string() && !p->as_string().empty()) {
+      c.host = std::string(p->as_string());
+      boost::system::error_code aec;
+      boost::asio::ip::make_address(c.host, aec);
+      if (aec) bad_probe("host \"" + c.host + "\" is not an IP address");
+    }
+  };
+  if (auto* t = o.if_contains("tcpSocket")) {
+    if (!t->is_object()) bad_probe("tcpSocket must be an object");
+    c.kind = proxy::ReadinessProbeConfig::Kind::tcp_connect;
+    host(t->as_object());
+    c.port = probe_port(t->as_object(), user_port);
+    return c;
+  }
+  if (auto* h = o.if_contains("httpGet")) {
+    if (!h->is_object()) bad_probe("httpGet must be an object");
+    const auto& g = h->as_object();
+    c.kind = proxy::ReadinessProbeConfig::Kind::http_get;
+    host(g);
+    c.port = probe_port(g, user_port);
+    if (auto* p = g.if_contains("path"); p && p->is_string() && !p->as_string().empty())
+      c.path = std::string(p->as_string());
+    if (c.path.front() != '/') c.path.insert(0, "/");
+    if (auto* p = g.if_contains("scheme"); p && p->is_string() && p->as_string() == "HTTPS") {
+      log::warn("SERVING_READINESS_PROBE: HTTPS probes are checked by TCP connect for now");
+      c.kind = proxy::ReadinessProbeConfig::Kind::tcp_connect;
+    }
+    if (auto* p = g.if_contains("httpHeaders")) {
+      if (!p->is_array()) bad_probe("httpGet.httpHeaders must be an array");
+      for (const auto& e : p->as_array()) {
+        const auto* name = e.is_object() ? e.as_object().if_contains("name") : nullptr;
+        const auto* value = e.is_object() ? e.as_object().if_contains("value") : nullptr;
+        if (!name || !name->is_string() || !value || !value->is_string())
+          bad_probe("each httpGet.httpHeaders entry needs a string name and value");
+        c.headers.emplace_back(std::string(name->as_string()), std::string(value->as_string()));
+      }
+    }
+    return c;
+  }
+  if (o.contains("grpc") || o.contains("exec"))
+    bad_probe("only tcpSocket and httpGet probes can be checked by the sidecar");
+  bad_probe("expected tcpSocket or httpGet");
+}
 
 SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   Options o(sidecar_options(), env, flags);
@@ -105,9 +226,23 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     throw ConfigError("SERVING_LOGGING_LEVEL=\"" + c.logging_level +
                       "\": expected debug, info, warn or error");
 
-  c.proxy.request_log = o.get_bool("SERVING_ENABLE_REQUEST_LOG", false);
-  if (auto obs = o.get("OBSERVABILITY_CONFIG"); obs && !obs->empty())
-    c.proxy.request_log = observability_request_log(*obs, c.proxy.request_log);
+  Observability obs{.request_log = o.get_bool("SERVING_ENABLE_REQUEST_LOG", false),
+                    .probe_request_log = o.get_bool("SERVING_ENABLE_PROBE_REQUEST_LOG", false),
+                    .prometheus_metrics = o.get_string("SERVING_REQUEST_METRICS_BACKEND") == "prometheus"};
+  bool new_style = false;
+  if (auto json = o.get("OBSERVABILITY_CONFIG"); json && !json->empty()) {
+    obs = parse_observability(*json, obs);
+    new_style = true;
+  }
+  c.proxy.request_log = obs.request_log;
+  c.proxy.probe_request_log = obs.probe_request_log;
+  c.user_metrics = obs.prometheus_metrics;
+  auto names = o.get_string("SLUICE_METRIC_NAMES", new_style ? "otel" : "legacy");
+  if (names == "legacy") c.metric_names = metrics::MetricNames::knative_legacy;
+  else if (names == "otel") c.metric_names = metrics::MetricNames::knative_otel;
+  else if (names == "both") c.metric_names = metrics::MetricNames::both;
+  else throw ConfigError("SLUICE_METRIC_NAMES=\"" + names + "\": expected legacy, otel or both");
+  c.proxy.readiness = parse_readiness_probe(o.get_string("SERVING_READINESS_PROBE"), c.proxy.upstream_port);
 
   c.proxy.workers = static_cast<unsigned>(o.get_int("SLUICE_WORKERS", 0, 0, 1024));
   c.proxy.listen_address = o.get_string("SLUICE_LISTEN_ADDRESS", "0.0.0.0");
@@ -127,6 +262,17 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   t.client_header = seconds(o.get_int("SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", 60, 1, kMaxSeconds));
   t.upstream_connect = seconds(o.get_int("SLUICE_UPSTREAM_CONNECT_TIMEOUT_SECONDS", 5, 1, 3600));
   c.drain_timeout = seconds(o.get_int("SLUICE_DRAIN_TIMEOUT_SECONDS", 30, 0, kMaxSeconds));
+  t.drain_quiet_period = proxy::Millis(o.get_int("SLUICE_DRAIN_QUIET_PERIOD_MS", 30000, 0, kMaxSeconds * 1000));
+  c.proxy.container_concurrency = static_cast<std::size_t>(c.container_concurrency);
+  c.proxy.queue_depth = static_cast<std::size_t>(
+      o.get_int("SLUICE_QUEUE_DEPTH", 10LL * c.container_concurrency, 0, 100'000'000));
+  c.control.listen_address = c.proxy.listen_address;
+  c.control.admin_port = o.get_port("SLUICE_ADMIN_PORT", 8022);
+  c.control.metrics_port = o.get_port("SLUICE_METRICS_PORT", 9090);
+  c.control.user_metrics_port = o.get_port("SLUICE_USER_METRICS_PORT", 9091);
+  c.control.user_metrics = c.user_metrics;
+  c.control.pod = {.namespace_name = c.namespace_name, .configuration = c.configuration,
+                   .revision = c.revision, .pod = c.pod};
   // queue-proxy keeps as many idle connections as the container takes concurrent requests.
   std::int64_t idle_default = c.container_concurrency > 0 ? c.container_concurrency : 1000;
   c.proxy.upstream_max_idle =

@@ -4,7 +4,9 @@
 #include <string>
 
 #include "app/options.h"
+#include "metrics/request_metrics.h"
 #include "proxy/config.h"
+#include "proxy/control_plane.h"
 
 namespace sluice::app {
 
@@ -15,12 +17,19 @@ struct SidecarConfig {
   std::string namespace_name, configuration, revision, pod, pod_ip, service;
   std::string logging_level = "info";
   bool revision_timeout_disabled = false;  // REVISION_TIMEOUT_SECONDS=0 (QP: every request 504s)
-  proxy::Millis drain_timeout{proxy::Seconds(30)};
+  proxy::Millis drain_timeout{proxy::Seconds(30)};  // in-flight wait once the quiet period passed
+  proxy::ControlConfig control;
+  bool user_metrics = false;  // SERVING_REQUEST_METRICS_BACKEND / OBSERVABILITY_CONFIG: prometheus
+  metrics::MetricNames metric_names = metrics::MetricNames::knative_legacy;
   bool help = false;
   std::string help_text;
 };
 
 // Throws ConfigError naming the variable (or flag) and what is allowed.
 SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags);
+
+// SERVING_READINESS_PROBE: a Kubernetes probe as JSON (tcpSocket or httpGet; an array takes its first
+// element). Empty: TCP connect to the user port, polled aggressively. Throws ConfigError naming the key.
+proxy::ReadinessProbeConfig parse_readiness_probe(std::string_view json, std::uint16_t user_port);
 
 }  // namespace sluice::app

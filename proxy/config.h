@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sluice::proxy {
 
@@ -26,6 +28,19 @@ struct Timeouts {
   Millis client_header{Seconds(60)};  // waiting for a complete request header (keep-alive idle too)
   Millis upstream_connect{Seconds(5)};
   Millis drain_in_flight{Seconds(60)};  // longest wait for in-flight exchanges at shutdown
+  Millis drain_quiet_period{Seconds(30)};  // draining ends this long after the last ordinary request
+};
+
+// SERVING_READINESS_PROBE: how the user container's readiness is checked for health checks.
+struct ReadinessProbeConfig {
+  enum class Kind { tcp_connect, http_get };
+  Kind kind = Kind::tcp_connect;
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::string path = "/";
+  std::vector<std::pair<std::string, std::string>> headers;
+  Millis timeout{Seconds(1)};  // per try, when period > 0
+  Millis period{0};            // 0: poll aggressively (50 ms) for up to 10 s, as Knative's default
 };
 
 struct ProxyConfig {
@@ -38,7 +53,11 @@ struct ProxyConfig {
   std::size_t io_buffer_bytes = 64 * 1024;   // body relay buffer per direction per exchange
   Limits limits;
   Timeouts timeouts;
+  std::size_t container_concurrency = 0;  // 0 = no breaker
+  std::size_t queue_depth = 0;            // waiting requests beyond the concurrency (Knative: 10x)
+  ReadinessProbeConfig readiness;
   bool request_log = false;
+  bool probe_request_log = false;  // SERVING_ENABLE_PROBE_REQUEST_LOG
   std::string pod_ip;  // serverIp in the request log
 };
 

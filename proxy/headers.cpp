@@ -136,4 +136,9 @@ std::string RequestIdGenerator::next() {
   return out;
 }
 
+bool is_knative_revision_header(std::string_view name) {
+  constexpr std::string_view prefix = "knative-serving-";
+  return name.size() > prefix.size() && iequals(name.substr(0, prefix.size()), prefix);
+}
+
 }  // namespace sluice::proxy

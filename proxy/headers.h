@@ -29,6 +29,13 @@ void append_forwarded_hop(std::string& forwarded, std::string_view peer, std::st
 // Appends `peer` to an X-Forwarded-For value (which may be empty): "a, b" + c -> "a, b, c".
 void append_x_forwarded_for(std::string& xff, std::string_view peer);
 
+// K-Original-Host: the Host the activator replaced; restored before the request reaches the app.
+inline constexpr std::string_view kOriginalHostHeader = "K-Original-Host";
+
+// Knative-Serving-* fields (Knative-Serving-Revision, -Namespace, ...) that Knative's routing layers
+// add for themselves; they are removed before the app sees the request.
+bool is_knative_revision_header(std::string_view name);
+
 // Case-insensitive ASCII equality for header names and tokens.
 bool iequals(std::string_view a, std::string_view b);
 

@@ -15,12 +15,13 @@ namespace sluice::proxy {
 
 class Worker {
  public:
-  Worker(const ProxyConfig& config, std::atomic<std::size_t>& open, tcp::endpoint upstream)
+  Worker(const ProxyConfig& config, SharedState& shared, std::atomic<std::size_t>& open,
+         tcp::endpoint upstream)
       // Only this worker's thread does I/O on its sockets, so the reactor needs no per-socket locks;
       // posting to the worker from other threads (shutdown) stays safe.
       : io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO),
         acceptor_(io_),
-        context_(config, io_.get_executor(), upstream),
+        context_(config, shared, io_.get_executor(), upstream),
         open_(open) {}
 
   std::uint16_t bind(const tcp::endpoint& ep) {
@@ -97,11 +98,11 @@ class Worker {
   std::thread thread_;
 };
 
-Server::Server(ProxyConfig config) : config_(std::move(config)) {
+Server::Server(ProxyConfig config) : config_(std::move(config)), shared_(config_) {
   unsigned n = config_.workers ? config_.workers : std::max(1u, std::thread::hardware_concurrency());
   tcp::endpoint upstream(asio::ip::make_address(config_.upstream_host), config_.upstream_port);
   for (unsigned i = 0; i < n; ++i)
-    workers_.push_back(std::make_unique<Worker>(config_, open_connections_, upstream));
+    workers_.push_back(std::make_unique<Worker>(config_, shared_, open_connections_, upstream));
 }
 
 Server::~Server() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proxy/config.h"
+#include "proxy/shared_state.h"
 
 namespace sluice::proxy {
 
@@ -32,8 +33,12 @@ class Server {
 
   std::size_t open_connections() const { return open_connections_.load(std::memory_order_relaxed); }
 
+  // Cross-worker state (stats, breaker, readiness, drain) for the control plane to read and drive.
+  SharedState& shared() { return shared_; }
+
  private:
   ProxyConfig config_;
+  SharedState shared_;
   std::uint16_t port_ = 0;
   std::atomic<std::size_t> open_connections_{0};
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -8,6 +8,7 @@
 
 #include "proxy/config.h"
 #include "proxy/headers.h"
+#include "proxy/shared_state.h"
 #include "proxy/upstream_pool.h"
 
 namespace sluice::proxy {
@@ -22,11 +23,14 @@ class ConnectionHandle {
 };
 
 struct WorkerContext {
-  WorkerContext(const ProxyConfig& c, const asio::any_io_executor& ex, tcp::endpoint upstream)
+  WorkerContext(const ProxyConfig& c, SharedState& s, const asio::any_io_executor& ex,
+                tcp::endpoint upstream)
       : config(c),
+        shared(s),
         pool(ex, upstream, c.upstream_max_idle, c.timeouts.upstream_connect) {}
 
   const ProxyConfig& config;
+  SharedState& shared;
   UpstreamPool pool;
   RequestIdGenerator request_ids;
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener

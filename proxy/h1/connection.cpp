@@ -3,6 +3,8 @@
 
 #include <limits>
 
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
 #include "common/log.h"
 #include "proxy/completion.h"
 #include "proxy/h1/body_relay.h"
@@ -15,6 +17,11 @@ namespace {
 
 constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
 constexpr std::size_t kIdleBufferBytes = 16 * 1024;
+// After an error answer that leaves request bytes unread, keep reading (and dropping) them for a
+// while, as nginx's lingering close does: closing with unread data sends a reset that can destroy
+// the answer before the client reads it.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::size_t kLingerBytes = 8 * 1024 * 1024;
 
 bool is_timeout_like(error_code ec) {
   return ec == asio::error::operation_aborted || ec == asio::error::timed_out;
@@ -52,6 +59,33 @@ std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
 std::size_t field_count(const http::fields& f) {
   return static_cast<std::size_t>(std::distance(f.begin(), f.end()));
 }
+
+// The exchange's share of the stats: counted in before the breaker (so waiting requests count toward
+// concurrency, as Knative's autoscaler expects), out when the exchange ends, however it ends.
+class CountedExchange {
+ public:
+  CountedExchange(SharedState& shared, bool proxied, const ExchangeRecord& record)
+      : shared_(shared), proxied_(proxied), record_(record) {
+    shared_.stats.request_in(record_.start, proxied_);
+  }
+  ~CountedExchange() {
+    auto now = Clock::now();
+    shared_.stats.request_out(now, proxied_);
+    if (shared_.request_metrics)
+      shared_.request_metrics->record_proxy(record_.status, seconds_between(record_.start, now));
+  }
+  CountedExchange(const CountedExchange&) = delete;
+  CountedExchange& operator=(const CountedExchange&) = delete;
+
+  static double seconds_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
+
+ private:
+  SharedState& shared_;
+  bool proxied_;
+  const ExchangeRecord& record_;
+};
 
 }  // namespace
 
@@ -167,18 +201,75 @@ asio::awaitable<void> Connection::run() {
   phase_ = Phase::closed;
   error_code ec;
   down_.shutdown(tcp::socket::shutdown_send, ec);
+  if (linger_ && !ec) co_await linger();
   down_.close(ec);
 }
 
+asio::awaitable<void> Connection::linger() {
+  using namespace asio::experimental::awaitable_operators;
+  auto discard = [this]() -> asio::awaitable<void> {
+    std::span<char> buf = scratch_down_.get();
+    std::size_t total = 0;
+    while (total < kLingerBytes) {
+      auto [ec, n] = co_await down_.async_read_some(asio::buffer(buf.data(), buf.size()), use_nothrow);
+      if (ec) co_return;
+      total += n;
+    }
+  };
+  asio::steady_timer limit(down_.get_executor(), kLingerTime);
+  co_await (discard() || limit.async_wait(use_nothrow));
+}
+
 asio::awaitable<bool> Connection::respond_locally(unsigned status, std::string_view body,
-                                                  bool keep_alive) {
+                                                  bool keep_alive, LocalResponseExtras extras) {
   record_.status = static_cast<int>(status);
+  linger_ = !keep_alive;
   head_.clear();
-  format_local_response(head_, status, body, keep_alive, record_.request_id);
+  format_local_response(head_, status, body, keep_alive, record_.request_id, extras);
   auto ec = co_await write_all(down_, head_);
-  record_.response_bytes = body.size() + 1;
-  if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
+  record_.response_bytes = body.size() + (extras.exact_body ? 0 : 1);
+  if (worker_.config.request_log && extras.log) write_request_log(record_, worker_.config.pod_ip);
   co_return keep_alive && !ec;
+}
+
+// Health checks are answered here, never forwarded, counted or queued (SPEC §3.1).
+asio::awaitable<bool> Connection::answer_probe(ProbeKind kind, const http::request_header<>& req,
+                                               bool keep_alive) {
+  auto& shared = worker_.shared;
+  LocalResponseExtras extras{.exact_body = true, .log = worker_.config.probe_request_log};
+  if (kind == ProbeKind::network_hash) {
+    auto hash = req[kNetworkHashHeader];
+    if (hash.empty()) {
+      extras.exact_body = false;
+      co_return co_await respond_locally(400, "a probe request must contain a non-empty \"K-Network-Hash\" header",
+                                         keep_alive, extras);
+    }
+    extras.extra_name = kNetworkHashHeader;
+    extras.extra_value = hash;
+    co_return co_await respond_locally(200, "", keep_alive, extras);
+  }
+  extras.exact_body = false;
+  if (shared.drainer.draining()) co_return co_await respond_locally(503, "shutting down", keep_alive, extras);
+  auto value = req[kNetworkProbeHeader];
+  if (!value.empty() && value != "queue") {
+    std::string body = "unexpected probe header value: ";
+    body += value;
+    co_return co_await respond_locally(400, body, keep_alive, extras);
+  }
+  bool ready = co_await shared.readiness.check();
+  if (!ready) co_return co_await respond_locally(503, "container not ready", keep_alive, extras);
+  extras.exact_body = true;  // the activator expects exactly "queue"
+  co_return co_await respond_locally(200, "queue", keep_alive, extras);
+}
+
+// When the exchange must have started its response: the earlier of the whole-request and the
+// response-start deadlines (a slot that comes later than that is of no use).
+Clock::time_point Connection::exchange_deadline() const {
+  const auto& t = worker_.config.timeouts;
+  auto d = Clock::time_point::max();
+  if (t.request.count() > 0) d = std::min(d, phase_start_ + t.request);
+  if (t.response_start.count() > 0) d = std::min(d, phase_start_ + t.response_start);
+  return d;
 }
 
 // One place maps failures of an exchange to what the client sees.
@@ -240,6 +331,25 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   Framing body = parser.chunked() ? Framing::chunked
                  : (parser.content_length().value_or(0) > 0) ? Framing::length
                                                              : Framing::none;
+  // A local answer leaves an unread request body behind: the connection cannot carry another request.
+  const bool local_keep_alive = keep_alive && body == Framing::none;
+
+  auto& shared = worker_.shared;
+  auto probe = classify_probe(req[http::field::user_agent], req[kNetworkProbeHeader],
+                              req[kKubeletProbeHeader]);
+  if (probe != ProbeKind::none) co_return co_await answer_probe(probe, req, local_keep_alive);
+
+  shared.drainer.note_request(phase_start_);
+  CountedExchange counted(shared, iequals(req[kProxyRequestHeader], "activator"), record_);
+  std::optional<BreakerSlot> slot;
+  if (shared.breaker) {
+    auto admission = co_await shared.breaker->acquire(exchange_deadline());
+    if (admission == ConcurrencyBreaker::Admission::queue_full)
+      co_return co_await respond_locally(503, "pending request queue full", local_keep_alive);
+    if (admission == ConcurrencyBreaker::Admission::timed_out)
+      co_return co_await respond_locally(503, "request timeout while waiting for the container", false);
+    slot.emplace(shared.breaker.get());
+  }
   bool expect_continue = body != Framing::none &&
                          iequals(req[http::field::expect], "100-continue");
   auto upgrade_to = req[http::field::upgrade];
@@ -268,6 +378,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   bool pumping = false;
   const bool head_request = req.method() == http::verb::head;
 
+  const auto upstream_start = shared.request_metrics ? Clock::now() : Clock::time_point{};
   for (int attempt = 0;; ++attempt) {
     // A streamed body cannot be replayed on a fresh connection, so its connection must be checked.
     bool replayable = body == Framing::none || body_inline;
@@ -378,6 +489,10 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
     if (pump_ec) keep_alive = false;
   }
   upstream_ = nullptr;
+  if (shared.request_metrics) {
+    shared.request_metrics->record_app(
+        record_.status, CountedExchange::seconds_between(upstream_start, Clock::now()));
+  }
   if (rec) {
     if (!client_went_away(rec) && !is_timeout_like(rec))
       log::warn("response relay failed").kv("error", rec.message()).kv("request_id", record_.request_id);

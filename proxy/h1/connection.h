@@ -9,6 +9,7 @@
 #include "proxy/exchange.h"
 #include "proxy/h1/body_relay.h"
 #include "proxy/h1/message.h"
+#include "proxy/probe.h"
 #include "proxy/watchdog.h"
 #include "proxy/worker_context.h"
 
@@ -31,11 +32,15 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   // Serves one parsed request; returns whether the connection may carry another.
   asio::awaitable<bool> exchange(RequestParser& parser);
   void begin_record(const http::request_header<>& req);
-  asio::awaitable<bool> respond_locally(unsigned status, std::string_view body, bool keep_alive);
+  asio::awaitable<bool> respond_locally(unsigned status, std::string_view body, bool keep_alive,
+                                        LocalResponseExtras extras = {});
+  asio::awaitable<bool> answer_probe(ProbeKind kind, const http::request_header<>& req, bool keep_alive);
+  Clock::time_point exchange_deadline() const;
   asio::awaitable<bool> fail_exchange(error_code ec, std::string_view what, bool keep_alive);
   asio::awaitable<void> pump_request_body(RequestParser& parser, UpstreamConnection& up, Framing in,
                                           Framing out, std::size_t header_fields, error_code& result);
   asio::awaitable<void> tunnel(UpstreamConnection& up);
+  asio::awaitable<void> linger();
 
   Clock::time_point next_deadline() const override;
   void on_deadline() override;
@@ -55,6 +60,7 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   Clock::time_point phase_start_;
   Clock::time_point last_write_;  // last byte written to the client (idle timeout)
   bool response_started_ = false;
+  bool linger_ = false;  // the connection ends after a local answer: drain what the client still sends
   Expired expired_ = Expired::nothing;
   UpstreamConnection* upstream_ = nullptr;  // in use by the current exchange, for cancellation
   ExchangeRecord record_;

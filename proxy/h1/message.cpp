@@ -69,10 +69,14 @@ void format_upstream_request(std::string& out, const http::request_header<>& req
   std::string xff, forwarded;
   std::string_view xfp, xfh;
   bool te_trailers = false;
+  // The activator moves the original Host aside; queue-proxy puts it back for the app.
+  std::string_view original_host;
+  if (auto it = req.find(kOriginalHostHeader); it != req.end()) original_host = it->value();
   for (const auto& f : req) {
     auto name = f.name_string();
     auto value = f.value();
     auto id = f.name();
+    if (id == http::field::host && !original_host.empty()) value = original_host;
     if (id == http::field::te) {
       te_trailers = te_trailers || listed_in_connection(value, "trailers");
       continue;
@@ -91,6 +95,7 @@ void format_upstream_request(std::string& out, const http::request_header<>& req
         xff += value;
         continue;
       }
+      if (iequals(name, kOriginalHostHeader) || is_knative_revision_header(name)) continue;
       if (iequals(name, "x-forwarded-proto")) xfp = value;
       else if (iequals(name, "x-forwarded-host")) xfh = value;
       else if (iequals(name, "x-request-id")) request_id.assign(value.data(), value.size());
@@ -161,19 +166,21 @@ void format_downstream_response(std::string& out, const http::response_header<>&
 }
 
 void format_local_response(std::string& out, unsigned status, std::string_view body, bool keep_alive,
-                           std::string_view request_id) {
+                           std::string_view request_id, const LocalResponseExtras& extras) {
+  const std::size_t length = body.size() + (extras.exact_body ? 0 : 1);
   out += "HTTP/1.1 ";
   append_uint(out, status);
   out += ' ';
   out += http::obsolete_reason(static_cast<http::status>(status));
   out += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
-  append_uint(out, body.size() + 1);
+  append_uint(out, length);
   out += "\r\n";
   if (!request_id.empty()) append_field(out, "X-Request-Id", request_id);
+  if (!extras.extra_name.empty()) append_field(out, extras.extra_name, extras.extra_value);
   if (!keep_alive) out += "Connection: close\r\n";
   out += "\r\n";
   out += body;
-  out += '\n';
+  if (!extras.exact_body) out += '\n';
 }
 
 }  // namespace sluice::proxy::h1

@@ -37,6 +37,12 @@ Sidecar::Sidecar(const SidecarOptions& o) {
   auto env = knative_env(o.user_port);
   env["SLUICE_LISTEN_ADDRESS"] = o.listen_address;
   env["SLUICE_WORKERS"] = "2";
+  // Tests run in parallel: every port is picked by the kernel and read back from the log.
+  env["SLUICE_ADMIN_PORT"] = "0";
+  env["SLUICE_METRICS_PORT"] = "0";
+  env["SLUICE_USER_METRICS_PORT"] = "0";
+  // No quiet period unless a test asks for one: SIGTERM then only waits for in-flight exchanges.
+  env["SLUICE_DRAIN_QUIET_PERIOD_MS"] = "0";
   for (const auto& [k, v] : o.env) env[k] = v;
   std::vector<std::string> argv = {SLUICE_BIN, "sidecar"};
   argv.insert(argv.end(), o.flags.begin(), o.flags.end());
@@ -44,6 +50,13 @@ Sidecar::Sidecar(const SidecarOptions& o) {
   auto line = process->wait_for_line("\"listener\":\"proxy\"");
   if (!line) throw std::runtime_error("sluice did not start: " + process->stderr_text());
   port = static_cast<int>(json_int_field(*line, "port"));
+  // The control listeners are logged before the proxy's line.
+  for (const auto& l : process->lines()) {
+    if (l.find("\"listener\":\"admin\"") != std::string::npos) admin_port = static_cast<int>(json_int_field(l, "port"));
+    if (l.find("\"listener\":\"metrics\"") != std::string::npos) metrics_port = static_cast<int>(json_int_field(l, "port"));
+    if (l.find("\"listener\":\"user-metrics\"") != std::string::npos)
+      user_metrics_port = static_cast<int>(json_int_field(l, "port"));
+  }
 }
 
 std::string Sidecar::url(const std::string& path, const std::string& host) const {
@@ -99,6 +112,93 @@ std::string raw_exchange(int port, const std::string& bytes, std::chrono::millis
   }
   ::close(fd);
   return out;
+}
+
+namespace {
+
+int connect_to(int port, const std::string& host) {
+  bool v6 = host.find(':') != std::string::npos;
+  int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket");
+  int rc;
+  if (v6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET6, host.c_str(), &a.sin6_addr);
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0) {
+    int e = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("connect: ") + std::strerror(e));
+  }
+  return fd;
+}
+
+}  // namespace
+
+RawClient::RawClient(int port, const std::string& host) : fd_(connect_to(port, host)) {}
+
+RawClient::~RawClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RawClient::send(const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    auto n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) throw std::runtime_error("send failed");
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+std::string RawClient::read_until(const std::string& needle, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[16384];
+  while (received_.find(needle) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    auto n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    received_.append(buf, static_cast<std::size_t>(n));
+  }
+  return received_;
+}
+
+std::string http_get(int port, const std::string& path, const std::string& extra_headers,
+                     std::chrono::milliseconds timeout) {
+  return raw_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers +
+                                "Connection: close\r\n\r\n", timeout);
+}
+
+std::string body_of(const std::string& response) {
+  auto end = response.find("\r\n\r\n");
+  return end == std::string::npos ? std::string() : response.substr(end + 4);
+}
+
+std::optional<double> prometheus_value(const std::string& text, const std::string& name,
+                                       const std::string& label_fragment) {
+  std::size_t pos = 0;
+  while ((pos = text.find(name + "{", pos)) != std::string::npos) {
+    if (pos > 0 && text[pos - 1] != '\n') {
+      pos += name.size();
+      continue;
+    }
+    auto end = text.find('\n', pos);
+    auto line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (line.find(label_fragment) != std::string::npos) return std::stod(line.substr(line.rfind(' ') + 1));
+    pos = end;
+  }
+  return std::nullopt;
 }
 
 std::size_t count_of(const std::string& haystack, const std::string& needle) {

@@ -29,6 +29,9 @@ struct Sidecar {
   explicit Sidecar(const SidecarOptions& o);
   std::unique_ptr<Process> process;
   int port = 0;
+  int admin_port = 0;         // /wait-for-drain
+  int metrics_port = 0;       // the autoscaler's /metrics
+  int user_metrics_port = 0;  // request metrics, when enabled (else 0)
   std::string url(const std::string& path, const std::string& host = "127.0.0.1") const;
 };
 
@@ -42,6 +45,34 @@ CommandResult curl(std::vector<std::string> args, int max_time_seconds = 30);
 std::string raw_exchange(int port, const std::string& bytes,
                          std::chrono::milliseconds timeout = std::chrono::seconds(5),
                          const std::string& host = "127.0.0.1");
+
+// A client connection the test drives by hand: send part of a request, hold it, send the rest.
+class RawClient {
+ public:
+  explicit RawClient(int port, const std::string& host = "127.0.0.1");
+  ~RawClient();
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+  void send(const std::string& bytes);
+  // Reads until `needle` has arrived, the peer closes, or `timeout` passes; returns all read so far.
+  std::string read_until(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+ private:
+  int fd_ = -1;
+  std::string received_;
+};
+
+// GET `path` on `port` with extra header lines ("Name: value\r\n"...); returns the whole response.
+std::string http_get(int port, const std::string& path, const std::string& extra_headers = "",
+                     std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
+// The body of an HTTP/1.1 response held whole in `response` ("" when there is no head end).
+std::string body_of(const std::string& response);
+
+// The value of the Prometheus sample whose line starts with `name{` and contains `label_fragment`;
+// nullopt when there is none.
+std::optional<double> prometheus_value(const std::string& text, const std::string& name,
+                                       const std::string& label_fragment = "");
 
 // Counts non-overlapping occurrences.
 std::size_t count_of(const std::string& haystack, const std::string& needle);

@@ -149,5 +149,78 @@ TEST(SidecarConfig, UnknownEnvironmentVariablesAreIgnored) {
   EXPECT_EQ(error_of(env), "");
 }
 
+TEST(SidecarConfig, BreakerQueueIsTenTimesTheConcurrencyUnlessSet) {
+  auto c = parse_sidecar_config(env_of(kRequired), {});
+  EXPECT_EQ(c.proxy.container_concurrency, 10u);
+  EXPECT_EQ(c.proxy.queue_depth, 100u);
+  auto env = kRequired;
+  env["SLUICE_QUEUE_DEPTH"] = "5";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.queue_depth, 5u);
+}
+
+TEST(SidecarConfig, RequestMetricsFromEitherGenerationOfVariables) {
+  auto env = kRequired;
+  EXPECT_FALSE(parse_sidecar_config(env_of(env), {}).user_metrics);
+  env["SERVING_REQUEST_METRICS_BACKEND"] = "prometheus";
+  auto old_style = parse_sidecar_config(env_of(env), {});
+  EXPECT_TRUE(old_style.user_metrics);
+  EXPECT_EQ(old_style.metric_names, metrics::MetricNames::knative_legacy);
+  env.erase("SERVING_REQUEST_METRICS_BACKEND");
+  env["OBSERVABILITY_CONFIG"] = R"({"requestMetrics":{"protocol":"prometheus"},"enableProbeRequestLog":true})";
+  auto new_style = parse_sidecar_config(env_of(env), {});
+  EXPECT_TRUE(new_style.user_metrics);
+  EXPECT_TRUE(new_style.proxy.probe_request_log);
+  EXPECT_EQ(new_style.metric_names, metrics::MetricNames::knative_otel);
+  env["SLUICE_METRIC_NAMES"] = "both";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).metric_names, metrics::MetricNames::both);
+  env["SLUICE_METRIC_NAMES"] = "all";
+  EXPECT_NE(error_of(env).find("SLUICE_METRIC_NAMES"), std::string::npos);
+}
+
+TEST(ReadinessProbe, DefaultIsAggressiveTcpToTheUserPort) {
+  auto p = parse_readiness_probe("", 8080);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::tcp_connect);
+  EXPECT_EQ(p.port, 8080);
+  EXPECT_EQ(p.host, "127.0.0.1");
+  EXPECT_EQ(p.period.count(), 0);
+}
+
+TEST(ReadinessProbe, KnativeTcpProbe) {
+  auto p = parse_readiness_probe(R"({"tcpSocket":{"port":8080,"host":"127.0.0.1"},"successThreshold":1})", 9);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::tcp_connect);
+  EXPECT_EQ(p.port, 8080);
+  EXPECT_EQ(p.period.count(), 0);
+}
+
+TEST(ReadinessProbe, HttpProbeWithHeadersAndTiming) {
+  auto p = parse_readiness_probe(
+      R"({"httpGet":{"path":"healthz","port":"8081","scheme":"HTTP","httpHeaders":[{"name":"X-A","value":"b"}]},)"
+      R"("timeoutSeconds":3,"periodSeconds":5,"failureThreshold":3})",
+      8080);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::http_get);
+  EXPECT_EQ(p.port, 8081);
+  EXPECT_EQ(p.path, "/healthz");
+  ASSERT_EQ(p.headers.size(), 1u);
+  EXPECT_EQ(p.headers[0].first, "X-A");
+  EXPECT_EQ(p.timeout.count(), 3000);
+  EXPECT_EQ(p.period.count(), 5000);
+}
+
+TEST(ReadinessProbe, ArrayTakesTheFirstContainersProbe) {
+  auto p = parse_readiness_probe(R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}}])", 1);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::http_get);
+  EXPECT_EQ(p.path, "/a");
+}
+
+TEST(ReadinessProbe, BadProbesNameTheVariable) {
+  for (const char* bad : {"{", R"({"exec":{"command":["true"]}})", R"({"tcpSocket":{"port":"http"}})",
+                          R"({"tcpSocket":{"port":70000}})", R"({"httpGet":{"host":"not an ip"}})",
+                          R"({"periodSeconds":-1,"tcpSocket":{}})", "[1]"}) {
+    auto env = kRequired;
+    env["SERVING_READINESS_PROBE"] = bad;
+    EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::app

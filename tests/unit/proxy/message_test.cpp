@@ -48,6 +48,22 @@ TEST(UpstreamRequest, KeepsHostAndTheRequestLine) {
   EXPECT_EQ(h.substr(h.size() - 4), "\r\n\r\n");
 }
 
+TEST(UpstreamRequest, KOriginalHostReplacesHostAndIsRemoved) {
+  auto h = upstream("GET / HTTP/1.1\r\nHost: activator-service\r\nK-Original-Host: app.example.com\r\n\r\n");
+  EXPECT_TRUE(has_line(h, "Host: app.example.com")) << h;
+  EXPECT_EQ(h.find("activator-service"), std::string::npos) << h;
+  EXPECT_EQ(h.find("K-Original-Host"), std::string::npos) << h;
+}
+
+TEST(UpstreamRequest, KnativeServingHeadersAreStrippedAndOthersKept) {
+  auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\nKnative-Serving-Revision: r1\r\n"
+                    "knative-serving-namespace: ns\r\nK-Proxy-Request: activator\r\nKnative-Other: y\r\n\r\n");
+  EXPECT_EQ(h.find("r1"), std::string::npos) << h;
+  EXPECT_EQ(h.find("namespace"), std::string::npos) << h;
+  EXPECT_TRUE(has_line(h, "Knative-Other: y")) << h;
+  EXPECT_TRUE(has_line(h, "K-Proxy-Request: activator")) << h;
+}
+
 TEST(UpstreamRequest, AddsThisHopToForwardingHeaders) {
   auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_TRUE(has_line(h, "X-Forwarded-For: 10.9.8.7"));
@@ -173,6 +189,17 @@ TEST(LocalResponse, IsCompleteTextWithLength) {
   EXPECT_EQ(out,
             "HTTP/1.1 504 Gateway Timeout\r\nContent-Type: text/plain; charset=utf-8\r\n"
             "Content-Length: 16\r\nConnection: close\r\n\r\nrequest timeout\n");
+}
+
+TEST(LocalResponse, ProbeAnswersCanHaveAnExactBodyAndAnExtraField) {
+  std::string out;
+  format_local_response(out, 200, "queue", true, {}, {.exact_body = true});
+  EXPECT_EQ(out.substr(out.size() - 9), "\r\n\r\nqueue") << out;
+  EXPECT_NE(out.find("Content-Length: 5\r\n"), std::string::npos);
+  out.clear();
+  format_local_response(out, 200, "", true, {}, {.exact_body = true, .extra_name = "K-Network-Hash", .extra_value = "h1"});
+  EXPECT_NE(out.find("\r\nK-Network-Hash: h1\r\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Content-Length: 0\r\n"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+// Knative's containerConcurrency: at most `capacity` exchanges in flight to the app, at most
+// `queue_depth` more waiting in arrival order, and beyond that an immediate refusal. Shared by all
+// workers; a waiter is resumed on its own worker when a slot is handed to it.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+
+#include "proxy/handoff.h"
+
+namespace sluice::proxy {
+
+class ConcurrencyBreaker {
+ public:
+  ConcurrencyBreaker(std::size_t capacity, std::size_t queue_depth)
+      : capacity_(capacity), queue_depth_(queue_depth) {}
+
+  enum class Admission { admitted, queue_full, timed_out };
+
+  // Takes a slot, waiting on the caller's executor until `deadline` if none is free. Every
+  // `admitted` must be paired with one release().
+  asio::awaitable<Admission> acquire(Clock::time_point deadline);
+  // Frees a slot, or hands it straight to the longest waiter.
+  void release();
+
+  std::size_t in_flight() const;
+  std::size_t waiting() const;
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  struct Waiter {
+    std::shared_ptr<Handoff> wake;
+    bool granted = false;  // under mutex_
+  };
+
+  const std::size_t capacity_;
+  const std::size_t queue_depth_;
+  mutable std::mutex mutex_;
+  std::size_t in_flight_ = 0;
+  std::list<std::shared_ptr<Waiter>> waiters_;
+};
+
+// Releases an admitted slot at scope exit.
+class BreakerSlot {
+ public:
+  BreakerSlot() = default;
+  explicit BreakerSlot(ConcurrencyBreaker* b) : breaker_(b) {}
+  BreakerSlot(const BreakerSlot&) = delete;
+  BreakerSlot& operator=(const BreakerSlot&) = delete;
+  ~BreakerSlot() {
+    if (breaker_) breaker_->release();
+  }
+
+ private:
+  ConcurrencyBreaker* breaker_ = nullptr;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,81 @@
+// Control listeners; see control_listener.h.
+#include "proxy/control_listener.h"
+
+#include <system_error>
+
+#include "common/log.h"
+
+namespace sluice::proxy {
+namespace {
+
+constexpr auto kIdleTimeout = std::chrono::seconds(30);
+constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
+constexpr std::size_t kMaxBodyBytes = 64 * 1024;
+
+}  // namespace
+
+ControlListener::ControlListener(asio::io_context& io, const std::string& name,
+                                 const std::string& address, std::uint16_t port,
+                                 ControlHandler handler)
+    : name_(name), acceptor_(io), handler_(std::move(handler)) {
+  try {
+    tcp::endpoint ep(asio::ip::make_address(address), port);
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    if (ep.address().is_v6()) acceptor_.set_option(asio::ip::v6_only(false));
+    acceptor_.bind(ep);
+    acceptor_.listen();
+    port_ = acceptor_.local_endpoint().port();
+  } catch (const boost::system::system_error& e) {
+    throw std::system_error(e.code(), name + " listener on " + address + ":" + std::to_string(port));
+  }
+}
+
+void ControlListener::start() { asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached); }
+
+void ControlListener::close() {
+  error_code ec;
+  acceptor_.close(ec);
+}
+
+asio::awaitable<void> ControlListener::accept_loop() {
+  while (acceptor_.is_open()) {
+    auto [ec, socket] = co_await acceptor_.async_accept(use_nothrow);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+      asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(use_nothrow);
+      continue;
+    }
+    asio::co_spawn(acceptor_.get_executor(), serve(std::move(socket)), asio::detached);
+  }
+}
+
+asio::awaitable<void> ControlListener::serve(tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  while (true) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(kMaxHeaderBytes));
+    parser.body_limit(kMaxBodyBytes);
+    stream.expires_after(kIdleTimeout);
+    auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow);
+    (void)n;
+    if (ec) break;
+    const auto& req = parser.get();
+    ControlResponse r = co_await handler_(req);
+    http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
+    res.set(http::field::content_type, r.content_type);
+    res.keep_alive(req.keep_alive());
+    res.body() = std::move(r.body);
+    res.prepare_payload();
+    stream.expires_after(kIdleTimeout);
+    auto [wec, wn] = co_await http::async_write(stream, res, use_nothrow);
+    (void)wn;
+    if (wec || !res.keep_alive()) break;
+  }
+  error_code ignore;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignore);
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,43 @@
+// A small HTTP/1.1 server for sluice's own endpoints (admin, autoscaler stats, user metrics): one
+// coroutine per connection on the control thread, a handler per listener. Not the data path.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "proxy/asio.h"
+
+namespace sluice::proxy {
+
+using ControlRequest = http::request<http::string_body>;
+
+struct ControlResponse {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+using ControlHandler = std::function<asio::awaitable<ControlResponse>(const ControlRequest&)>;
+
+class ControlListener {
+ public:
+  // Binds at once; throws std::system_error naming the listener and the address.
+  ControlListener(asio::io_context& io, const std::string& name, const std::string& address,
+                  std::uint16_t port, ControlHandler handler);
+  std::uint16_t port() const { return port_; }
+  const std::string& name() const { return name_; }
+  void start();
+  void close();
+
+ private:
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> serve(tcp::socket socket);
+
+  std::string name_;
+  tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  ControlHandler handler_;
+};
+
+}  // namespace sluice::proxy

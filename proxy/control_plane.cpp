@@ -1,0 +1,125 @@
+// Control plane; see control_plane.h.
+#include "proxy/control_plane.h"
+
+#include "common/log.h"
+
+namespace sluice::proxy {
+namespace {
+
+ControlResponse not_found() { return {.status = 404, .body = "not found\n"}; }
+
+bool wants_protobuf(std::string_view accept) {
+  return accept.find("application/protobuf") != std::string_view::npos;
+}
+
+}  // namespace
+
+ControlPlane::ControlPlane(asio::io_context& io, SharedState& shared, ControlConfig config)
+    : io_(io), shared_(shared), config_(std::move(config)), started_(Clock::now()),
+      exposition_(config_.pod) {
+  // Until the first period closes, the autoscaler reads an all-zero sample of this pod.
+  stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, {});
+  auto add = [&](const char* name, std::uint16_t port, auto member) {
+    listeners_.push_back(std::make_unique<ControlListener>(
+        io_, name, config_.listen_address, port,
+        [this, member](const ControlRequest& r) { return (this->*member)(r); }));
+  };
+  add("admin", config_.admin_port, &ControlPlane::serve_admin);
+  add("metrics", config_.metrics_port, &ControlPlane::serve_stats);
+  if (config_.user_metrics && shared_.request_metrics)
+    add("user-metrics", config_.user_metrics_port, &ControlPlane::serve_user_metrics);
+}
+
+ControlPlane::~ControlPlane() = default;
+
+void ControlPlane::start() {
+  for (auto& l : listeners_) l->start();
+  asio::co_spawn(io_, report_loop(), asio::detached);
+}
+
+std::vector<ControlPlane::Bound> ControlPlane::listeners() const {
+  std::vector<Bound> out;
+  for (const auto& l : listeners_) out.push_back({l->name(), l->port()});
+  return out;
+}
+
+asio::awaitable<void> ControlPlane::report_loop() {
+  asio::steady_timer tick(io_);
+  auto next = Clock::now();
+  while (true) {
+    next += config_.report_period;
+    tick.expires_at(next);
+    auto [ec] = co_await tick.async_wait(use_nothrow);
+    if (ec) co_return;
+    auto now = Clock::now();
+    metrics::StatSample sample{.period = shared_.stats.report(now),
+                               .uptime_seconds = std::chrono::duration<double>(now - started_).count()};
+    stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample);
+    exposition_.update(sample);
+    if (shared_.request_metrics && shared_.breaker) {
+      shared_.request_metrics->set_queue_depth(
+          static_cast<double>(shared_.breaker->in_flight() + shared_.breaker->waiting()));
+    }
+  }
+}
+
+asio::awaitable<ControlResponse> ControlPlane::serve_stats(const ControlRequest& req) {
+  if (req.target() != "/metrics") co_return not_found();
+  if (wants_protobuf(req[http::field::accept]))
+    co_return ControlResponse{.content_type = "application/protobuf", .body = stat_protobuf_};
+  co_return ControlResponse{.content_type = "text/plain; version=0.0.4; charset=utf-8",
+                            .body = exposition_.text()};
+}
+
+asio::awaitable<ControlResponse> ControlPlane::serve_user_metrics(const ControlRequest& req) {
+  if (req.target() != "/metrics") co_return not_found();
+  if (shared_.breaker) {  // fresh, not a second old
+    shared_.request_metrics->set_queue_depth(
+        static_cast<double>(shared_.breaker->in_flight() + shared_.breaker->waiting()));
+  }
+  co_return ControlResponse{.content_type = "text/plain; version=0.0.4; charset=utf-8",
+                            .body = shared_.request_metrics->text()};
+}
+
+asio::awaitable<void> ControlPlane::reset_unless_terminated() {
+  asio::steady_timer t(io_, config_.drain_reset_after);
+  co_await t.async_wait(use_nothrow);
+  if (!terminating_) {
+    log::info("no SIGTERM after /wait-for-drain: draining reset");
+    shared_.drainer.reset();
+  }
+}
+
+asio::awaitable<ControlResponse> ControlPlane::serve_admin(const ControlRequest& req) {
+  if (req.target() == "/wait-for-drain") {
+    // The app's preStop hook: hold it until the proxy has drained, so the app keeps serving till then.
+    log::info("draining requested").kv("by", "/wait-for-drain");
+    shared_.drainer.start(Clock::now());
+    if (!terminating_) asio::co_spawn(io_, reset_unless_terminated(), asio::detached);
+    co_await shared_.drainer.wait_drained();
+    co_return ControlResponse{.body = "drained\n"};
+  }
+  co_return not_found();
+}
+
+void ControlPlane::terminate() {
+  if (terminating_) {
+    log::info("second signal: skipping the rest of the quiet period");
+    shared_.drainer.skip_quiet_period();
+    return;
+  }
+  terminating_ = true;
+  shared_.drainer.start(Clock::now());
+}
+
+asio::awaitable<void> ControlPlane::drained() {
+  // A /wait-for-drain reset can only happen before terminate(); after it, waiting ends in a drain.
+  // (Not `while (!co_await ...)`: GCC 12 miscompiles a co_await in a loop condition.)
+  while (true) {
+    bool done = co_await shared_.drainer.wait_drained();
+    if (done) break;
+    shared_.drainer.start(Clock::now());
+  }
+}
+
+}  // namespace sluice::proxy

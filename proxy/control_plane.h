@@ -1,0 +1,64 @@
+// sluice's control side in sidecar mode, on one thread of its own: the 1 s stat tick for the
+// autoscaler, the :9090 stat endpoint, the :9091 user metrics, the :8022 admin endpoints, and the
+// drain that SIGTERM or `/wait-for-drain` starts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "metrics/autoscaler_stat.h"
+#include "proxy/control_listener.h"
+#include "proxy/shared_state.h"
+
+namespace sluice::proxy {
+
+struct ControlConfig {
+  std::string listen_address = "0.0.0.0";
+  std::uint16_t admin_port = 8022;
+  std::uint16_t metrics_port = 9090;
+  std::uint16_t user_metrics_port = 9091;
+  bool user_metrics = false;  // serve SharedState::request_metrics on user_metrics_port
+  metrics::PodIdentity pod;
+  Millis report_period{1000};
+  // /wait-for-drain without a SIGTERM this soon after is a liveness restart of the app: undo the drain.
+  Millis drain_reset_after{1000};
+};
+
+class ControlPlane {
+ public:
+  // Binds every listener (throws std::system_error naming the one that failed).
+  ControlPlane(asio::io_context& io, SharedState& shared, ControlConfig config);
+  ~ControlPlane();
+  void start();
+
+  struct Bound {
+    std::string name;
+    std::uint16_t port;
+  };
+  std::vector<Bound> listeners() const;
+
+  // On the control thread. The first call starts draining for good; a later one skips the quiet period.
+  void terminate();
+  // Completes once terminate() was called and the drain's quiet period has passed.
+  asio::awaitable<void> drained();
+
+ private:
+  asio::awaitable<void> report_loop();
+  asio::awaitable<ControlResponse> serve_stats(const ControlRequest& req);
+  asio::awaitable<ControlResponse> serve_user_metrics(const ControlRequest& req);
+  asio::awaitable<ControlResponse> serve_admin(const ControlRequest& req);
+  asio::awaitable<void> reset_unless_terminated();
+
+  asio::io_context& io_;
+  SharedState& shared_;
+  ControlConfig config_;
+  Clock::time_point started_;
+  metrics::StatExposition exposition_;
+  std::string stat_protobuf_;
+  bool terminating_ = false;
+  std::vector<std::unique_ptr<ControlListener>> listeners_;
+};
+
+}  // namespace sluice::proxy

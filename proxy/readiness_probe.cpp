@@ -1,0 +1,96 @@
+// User-container readiness checks; see readiness_probe.h.
+#include "proxy/readiness_probe.h"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+namespace sluice::proxy {
+namespace {
+
+constexpr Millis kAggressiveInterval{50};
+constexpr Millis kAggressiveTryTimeout{100};
+constexpr Millis kAggressiveBudget{10'000};
+
+asio::awaitable<bool> probe_app(const ReadinessProbeConfig& c) {
+  auto ex = co_await asio::this_coro::executor;
+  error_code ec;
+  auto address = asio::ip::make_address(c.host, ec);
+  if (ec) co_return false;
+  tcp::socket socket(ex);
+  auto [cec] = co_await socket.async_connect(tcp::endpoint(address, c.port), use_nothrow);
+  if (cec) co_return false;
+  if (c.kind == ReadinessProbeConfig::Kind::tcp_connect) co_return true;
+
+  // As kubelet sends it, plus queue-proxy's Connection: close.
+  std::string req = "GET " + c.path + " HTTP/1.1\r\nHost: " + c.host + ":" + std::to_string(c.port) +
+                    "\r\nUser-Agent: kube-probe//\r\nAccept: */*\r\n";
+  for (const auto& [name, value] : c.headers) req += name + ": " + value + "\r\n";
+  req += "Connection: close\r\n\r\n";
+  auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(req), use_nothrow);
+  (void)wn;
+  if (wec) co_return false;
+  beast::flat_buffer buffer;
+  http::response_parser<http::empty_body> parser;
+  parser.skip(true);  // the status is all that counts
+  auto [rec, rn] = co_await http::async_read_header(socket, buffer, parser, use_nothrow);
+  (void)rn;
+  if (rec) co_return false;
+  unsigned status = parser.get().result_int();
+  co_return status >= 200 && status < 400;
+}
+
+}  // namespace
+
+asio::awaitable<bool> UserReadiness::try_once(Millis timeout) const {
+  using namespace asio::experimental::awaitable_operators;
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer timer(ex, timeout);
+  auto result = co_await (probe_app(config_) || timer.async_wait(use_nothrow));
+  co_return result.index() == 0 && std::get<0>(result);
+}
+
+asio::awaitable<bool> UserReadiness::run_check() const {
+  if (config_.period.count() > 0) co_return co_await try_once(config_.timeout);
+  auto ex = co_await asio::this_coro::executor;
+  auto give_up = Clock::now() + kAggressiveBudget;
+  asio::steady_timer pause(ex);
+  while (true) {
+    auto started = Clock::now();
+    bool ready = co_await try_once(kAggressiveTryTimeout);
+    if (ready) co_return true;
+    if (Clock::now() + kAggressiveInterval >= give_up) co_return false;
+    pause.expires_at(started + kAggressiveInterval);
+    co_await pause.async_wait(use_nothrow);
+  }
+}
+
+void UserReadiness::finish(bool ready) {
+  std::lock_guard lock(mutex_);
+  for (auto& w : waiters_) {
+    w->ready = ready;
+    Handoff::deliver(w->wake);
+  }
+  waiters_.clear();
+  running_ = false;
+}
+
+asio::awaitable<bool> UserReadiness::check() {
+  auto ex = co_await asio::this_coro::executor;
+  auto waiter = std::make_shared<Waiter>();
+  waiter->wake = std::make_shared<Handoff>(ex);
+  bool start = false;
+  {
+    std::lock_guard lock(mutex_);
+    waiters_.push_back(waiter);
+    start = !running_;
+    running_ = true;
+  }
+  if (start) {
+    asio::co_spawn(ex, [this]() -> asio::awaitable<void> { finish(co_await run_check()); },
+                   asio::detached);
+  }
+  co_await waiter->wake->wait();
+  std::lock_guard lock(mutex_);
+  co_return waiter->ready;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,42 @@
+// Readiness of the user container as queue-proxy checks it for kubelet and activator probes: a TCP
+// connect or an HTTP GET against the app, either polled aggressively (every 50 ms, 100 ms per try, for
+// up to 10 s: Knative's default `periodSeconds: 0`) or tried once. Concurrent checks from any worker
+// share the one in flight.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proxy/config.h"
+#include "proxy/handoff.h"
+
+namespace sluice::proxy {
+
+class UserReadiness {
+ public:
+  explicit UserReadiness(ReadinessProbeConfig config) : config_(std::move(config)) {}
+
+  // Any worker; resumes on the caller's executor.
+  asio::awaitable<bool> check();
+
+  // One try against the app, bounded by `timeout`.
+  asio::awaitable<bool> try_once(Millis timeout) const;
+
+ private:
+  struct Waiter {
+    std::shared_ptr<Handoff> wake;
+    bool ready = false;  // under mutex_
+  };
+  asio::awaitable<bool> run_check() const;
+  void finish(bool ready);
+
+  const ReadinessProbeConfig config_;
+  std::mutex mutex_;
+  bool running_ = false;
+  std::vector<std::shared_ptr<Waiter>> waiters_;
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,32 @@
+// What every worker shares: the stats the autoscaler reads, the breaker, the user container's
+// readiness, the drain state and the request metrics. Each member is thread-safe on its own.
+#pragma once
+
+#include <memory>
+
+#include "metrics/request_metrics.h"
+#include "metrics/request_stats.h"
+#include "proxy/breaker.h"
+#include "proxy/config.h"
+#include "proxy/drain.h"
+#include "proxy/readiness_probe.h"
+
+namespace sluice::proxy {
+
+struct SharedState {
+  explicit SharedState(const ProxyConfig& c)
+      : stats(Clock::now()),
+        breaker(c.container_concurrency
+                    ? std::make_unique<ConcurrencyBreaker>(c.container_concurrency, c.queue_depth)
+                    : nullptr),
+        readiness(c.readiness),
+        drainer(c.timeouts.drain_quiet_period) {}
+
+  metrics::RequestStats stats;
+  std::unique_ptr<ConcurrencyBreaker> breaker;  // null: no concurrency limit, nothing on the path
+  UserReadiness readiness;
+  Drainer drainer;
+  std::unique_ptr<metrics::RequestMetrics> request_metrics;  // null unless enabled
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,197 @@
+// Health checks and drain as Knative's kubelet, activator and preStop hook see them (SPEC §3.1, §6).
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <future>
+
+#include "harness.h"
+#include "tests/support/eventually.h"
+
+namespace sluice::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kKubelet = "User-Agent: kube-probe/1.29\r\nK-Network-Probe: queue\r\n";
+
+std::string status_line(const std::string& response) { return response.substr(0, response.find("\r\n")); }
+
+TEST(Probes, ReadyAppAnswers200WithExactlyQueue) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  auto r = http_get(sidecar.port, "/", kKubelet);
+  EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
+  EXPECT_EQ(body_of(r), "queue");
+  auto activator = http_get(sidecar.port, "/", "User-Agent: Knative-Activator-Probe\r\nK-Network-Probe: queue\r\n");
+  EXPECT_EQ(body_of(activator), "queue");
+  // Health checks are not traffic: the app never saw them.
+  EXPECT_NE(body_of(http_get(backend.port, "/stats")).find("requests=1 "), std::string::npos);
+}
+
+TEST(Probes, UnexpectedProbeHeaderValueIs400) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  auto r = http_get(sidecar.port, "/", "User-Agent: kube-probe/1.29\r\nK-Network-Probe: activator\r\n");
+  EXPECT_EQ(status_line(r), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(body_of(r), "unexpected probe header value: activator\n");
+}
+
+TEST(Probes, QueueProbeHeaderFromAnOrdinaryClientIsForwarded) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  auto r = http_get(sidecar.port, "/headers", "User-Agent: curl/8\r\nK-Network-Probe: queue\r\n");
+  EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
+  EXPECT_NE(body_of(r).find("K-Network-Probe: queue"), std::string::npos) << r;
+}
+
+TEST(Probes, IngressProbeEchoesTheHashOrIs400WithoutIt) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  auto ok = http_get(sidecar.port, "/", "K-Network-Probe: probe\r\nK-Network-Hash: 5a3b\r\n");
+  EXPECT_EQ(status_line(ok), "HTTP/1.1 200 OK");
+  EXPECT_NE(ok.find("\r\nK-Network-Hash: 5a3b\r\n"), std::string::npos) << ok;
+  auto bad = http_get(sidecar.port, "/", "K-Network-Probe: probe\r\n");
+  EXPECT_EQ(status_line(bad), "HTTP/1.1 400 Bad Request");
+}
+
+// A port that refuses connections until listen() is called on it.
+struct ReservedPort {
+  ReservedPort() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~ReservedPort() { ::close(fd); }
+  void listen() { ::listen(fd, 16); }
+  int fd;
+  int port;
+};
+
+TEST(Probes, AppNotListeningIs503WithAPeriodicProbe) {
+  ReservedPort app;
+  Sidecar sidecar{SidecarOptions{
+      .user_port = app.port,
+      .env = {{"SERVING_READINESS_PROBE", R"({"tcpSocket":{"port":)" + std::to_string(app.port) +
+                                              R"(},"periodSeconds":10,"timeoutSeconds":1})"}}}};
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 503 Service Unavailable");
+  app.listen();
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 200 OK");
+}
+
+TEST(Probes, AggressiveProbeWaitsForTheAppToStartListening) {
+  ReservedPort app;
+  Sidecar sidecar{SidecarOptions{.user_port = app.port}};  // Knative's default: TCP, periodSeconds 0
+  auto probe = std::async(std::launch::async, [&] { return http_get(sidecar.port, "/", kKubelet, 15s); });
+  // Several polls fail before this.
+  EXPECT_EQ(probe.wait_for(300ms), std::future_status::timeout);
+  app.listen();
+  auto r = probe.get();
+  EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
+}
+
+TEST(Probes, HttpProbeSendsKubeletsAgentAndTheConfiguredHeaders) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"SERVING_READINESS_PROBE", R"({"httpGet":{"path":"/status/204","port":)" +
+                                              std::to_string(backend.port) +
+                                              R"(,"httpHeaders":[{"name":"X-Probe","value":"yes"}]}})"}}}};
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 200 OK");
+  Sidecar failing{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"SERVING_READINESS_PROBE", R"({"httpGet":{"path":"/status/500","port":)" +
+                                              std::to_string(backend.port) + R"(},"periodSeconds":1})"}}}};
+  EXPECT_EQ(status_line(http_get(failing.port, "/", kKubelet)), "HTTP/1.1 503 Service Unavailable");
+}
+
+TEST(Drain, SigtermFailsHealthChecksAtOnceButKeepsServing) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "1500"}}}};
+  sidecar.process->signal(SIGTERM);
+  ASSERT_TRUE(eventually([&] {
+    return status_line(http_get(sidecar.port, "/", kKubelet)) == "HTTP/1.1 503 Service Unavailable";
+  }));
+  EXPECT_EQ(body_of(http_get(sidecar.port, "/", kKubelet)), "shutting down\n");
+  auto r = curl({"-w", " %{http_code}", sidecar.url("/")});
+  EXPECT_TRUE(r.out.ends_with(" 200")) << r.out;
+  auto status = sidecar.process->wait_exit(10s);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+}
+
+TEST(Drain, UnderKeepAliveLoadNoRequestFailsAndTheProcessExitsZero) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "500"}}}};
+  constexpr int kRequests = 30000;
+  auto load = std::async(std::launch::async, [&] {
+    return run_command({"h2load", "--h1", "-c50", "-n" + std::to_string(kRequests), sidecar.url("/")},
+                       60s);
+  });
+  // SIGTERM while the load runs: once the app has served a tenth of it.
+  ASSERT_TRUE(eventually([&] {
+    auto stats = body_of(http_get(backend.port, "/stats"));
+    auto n = stats.find("requests=");
+    return n != std::string::npos && std::stol(stats.substr(n + 9)) > kRequests / 10;
+  }, 20s));
+  sidecar.process->signal(SIGTERM);
+  auto r = load.get();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(std::to_string(kRequests) + " succeeded, 0 failed, 0 errored"), std::string::npos) << r.out;
+  auto status = sidecar.process->wait_exit(10s);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status;
+}
+
+TEST(Drain, WaitForDrainWithoutSigtermResetsAfterASecond) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "5000"}}}};
+  auto started = std::chrono::steady_clock::now();
+  auto wait = std::async(std::launch::async, [&] { return http_get(sidecar.admin_port, "/wait-for-drain", "", 10s); });
+  ASSERT_TRUE(eventually([&] {
+    return status_line(http_get(sidecar.port, "/", kKubelet)) == "HTTP/1.1 503 Service Unavailable";
+  }));
+  auto r = wait.get();
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(status_line(r), "HTTP/1.1 200 OK");
+  EXPECT_GE(took, 1s);
+  EXPECT_LT(took, 5s);  // the reset ended it, not the quiet period
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 200 OK");  // serving again
+  EXPECT_TRUE(sidecar.process->running());
+}
+
+TEST(Drain, WaitForDrainFollowedBySigtermAnswersWhenDrainedAndExits) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "300"}}}};
+  auto wait = std::async(std::launch::async, [&] { return http_get(sidecar.admin_port, "/wait-for-drain", "", 10s); });
+  ASSERT_TRUE(eventually([&] {
+    return status_line(http_get(sidecar.port, "/", kKubelet)) == "HTTP/1.1 503 Service Unavailable";
+  }));
+  sidecar.process->signal(SIGTERM);
+  EXPECT_EQ(status_line(wait.get()), "HTTP/1.1 200 OK");
+  auto status = sidecar.process->wait_exit(10s);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+}
+
+TEST(Drain, ASecondSignalSkipsTheQuietPeriod) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "60000"}}}};
+  sidecar.process->signal(SIGTERM);
+  ASSERT_TRUE(eventually([&] { return sidecar.process->wait_for_line("\"draining\"", 0ms).has_value(); }));
+  sidecar.process->signal(SIGTERM);
+  auto status = sidecar.process->wait_exit(10s);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+}
+
+}  // namespace
+}  // namespace sluice::test

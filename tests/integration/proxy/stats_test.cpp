@@ -1,0 +1,141 @@
+// What the autoscaler and Prometheus read from a running sidecar: the :9090 Stat (decoded with
+// protobuf's own parser) and the :9091 request metrics, for a load the test scripts exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "harness.h"
+#include "metrics/stat.pb.h"
+#include "tests/support/eventually.h"
+
+namespace sluice::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Stats : public ::testing::Test {
+ protected:
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"SERVING_REQUEST_METRICS_BACKEND", "prometheus"}}}};
+
+  sluice::metrics::wire::Stat stat() {
+    auto r = http_get(sidecar.metrics_port, "/metrics", "Accept: application/protobuf\r\n");
+    EXPECT_NE(r.find("\r\nContent-Type: application/protobuf\r\n"), std::string::npos) << r;
+    sluice::metrics::wire::Stat s;
+    EXPECT_TRUE(s.ParseFromString(body_of(r)));
+    return s;
+  }
+
+  // A request that stays in flight until release(): a chunked upload whose end has not been sent.
+  std::unique_ptr<RawClient> held_request(const std::string& extra_headers = "") {
+    auto c = std::make_unique<RawClient>(sidecar.port);
+    c->send("POST /sink HTTP/1.1\r\nHost: x\r\n" + extra_headers + "Transfer-Encoding: chunked\r\n\r\n1\r\nx\r\n");
+    return c;
+  }
+  static void release(RawClient& c) {
+    c.send("0\r\n\r\n");
+    c.read_until("\r\n\r\n1");
+  }
+};
+
+TEST_F(Stats, TwoRequestsInFlightForAWholePeriodAverageTwo) {
+  auto a = held_request();
+  auto b = held_request();
+  // The first period fully inside the two requests' lifetime reports 2.
+  EXPECT_TRUE(eventually([&] { return std::abs(stat().average_concurrent_requests() - 2.0) <= 0.05; }, 5s))
+      << stat().DebugString();
+  auto s = stat();
+  EXPECT_EQ(s.pod_name(), "demo-00001-pod");
+  EXPECT_EQ(s.average_proxied_concurrent_requests(), 0.0);
+  EXPECT_GT(s.process_uptime(), 0.0);
+  release(*a);
+  release(*b);
+  EXPECT_TRUE(eventually([&] { return stat().average_concurrent_requests() == 0.0; }, 5s));
+}
+
+TEST_F(Stats, HalfAPeriodInFlightAveragesAboutAHalf) {
+  // A time-weighted average, not a sample: a request that lives ~1.5 s spans one full period and
+  // parts of others, so some period reports a value strictly between 0 and 1.
+  auto a = held_request();
+  bool fractional = false;
+  auto start = std::chrono::steady_clock::now();
+  std::thread releaser([&] {
+    std::this_thread::sleep_until(start + 1500ms);  // the length of the request is the test's input
+    release(*a);
+  });
+  eventually([&] {
+    double c = stat().average_concurrent_requests();
+    fractional = fractional || (c > 0.02 && c < 0.98);
+    return fractional;
+  }, 5s);
+  releaser.join();
+  EXPECT_TRUE(fractional);
+}
+
+TEST_F(Stats, ActivatorRequestsCountAsProxied) {
+  auto a = held_request("K-Proxy-Request: activator\r\n");
+  EXPECT_TRUE(eventually([&] {
+    auto s = stat();
+    return std::abs(s.average_proxied_concurrent_requests() - 1.0) <= 0.05 &&
+           std::abs(s.average_concurrent_requests() - 1.0) <= 0.05;
+  }, 5s)) << stat().DebugString();
+  release(*a);
+}
+
+TEST_F(Stats, RequestRatesOverThePeriodsAddUpToTheArrivals) {
+  // Each period's sample is told apart by its uptime; ~1 s periods make rate x 1 s = arrivals.
+  double before = stat().process_uptime();
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(curl({sidecar.url("/")}).exit_code, 0);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(curl({"-H", "K-Proxy-Request: activator", sidecar.url("/")}).exit_code, 0);
+  std::map<double, std::pair<double, double>> samples;  // uptime -> (rps, proxied rps)
+  auto after = std::chrono::steady_clock::now() + 2500ms;  // two more periods close meanwhile
+  while (std::chrono::steady_clock::now() < after) {
+    auto s = stat();
+    if (s.process_uptime() > before) samples[s.process_uptime()] = {s.request_count(), s.proxied_request_count()};
+    std::this_thread::sleep_for(50ms);  // polling interval, not a wait for an outcome
+  }
+  double total = 0, proxied = 0;
+  for (const auto& [uptime, rates] : samples) {
+    total += rates.first;
+    proxied += rates.second;
+  }
+  EXPECT_NEAR(total, 14.0, 0.5);
+  EXPECT_NEAR(proxied, 4.0, 0.2);
+}
+
+TEST_F(Stats, PrometheusTextWithoutTheProtobufAcceptHeader) {
+  auto a = held_request();
+  EXPECT_TRUE(eventually([&] {
+    auto text = body_of(http_get(sidecar.metrics_port, "/metrics"));
+    auto v = prometheus_value(text, "queue_average_concurrent_requests", "destination_pod=\"demo-00001-pod\"");
+    return v && std::abs(*v - 1.0) <= 0.05;
+  }, 5s));
+  auto r = http_get(sidecar.metrics_port, "/metrics");
+  EXPECT_NE(r.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << r;
+  release(*a);
+}
+
+TEST_F(Stats, UserMetricsCountProxyAndAppRequestsByCode) {
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(curl({sidecar.url("/status/201")}).exit_code, 0);
+  ASSERT_EQ(curl({sidecar.url("/status/404")}).exit_code, 0);
+  http_get(sidecar.port, "/", "User-Agent: kube-probe/1.29\r\n");  // not counted
+  auto text = body_of(http_get(sidecar.user_metrics_port, "/metrics"));
+  EXPECT_EQ(prometheus_value(text, "revision_request_count", "response_code=\"201\""), 3.0) << text;
+  EXPECT_EQ(prometheus_value(text, "revision_request_count", "response_code=\"404\""), 1.0) << text;
+  EXPECT_EQ(prometheus_value(text, "revision_app_request_count", "response_code=\"201\""), 3.0) << text;
+  EXPECT_FALSE(prometheus_value(text, "revision_request_count", "response_code=\"200\""));
+  EXPECT_EQ(prometheus_value(text, "revision_request_latencies_count", "response_code=\"201\""), 3.0);
+}
+
+TEST(StatsOff, UserMetricsPortIsClosedUnlessEnabled) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  EXPECT_EQ(sidecar.user_metrics_port, 0);
+  EXPECT_EQ(sidecar.process->stdout_text().find("user-metrics"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::test

@@ -1,0 +1,53 @@
+// The Stat sample as the autoscaler reads it: decoded with protobuf's own parser, and as Prometheus text.
+#include "metrics/autoscaler_stat.h"
+
+#include <gtest/gtest.h>
+
+#include "metrics/stat.pb.h"
+
+namespace sluice::metrics {
+namespace {
+
+const PodIdentity kPod{.namespace_name = "ns", .configuration = "cfg", .revision = "rev-1", .pod = "pod-a"};
+
+StatSample sample() {
+  return {.period = {.average_concurrency = 2.5, .average_proxied_concurrency = 0.5, .requests = 30,
+                     .proxied_requests = 6, .seconds = 2.0},
+          .uptime_seconds = 42.0};
+}
+
+TEST(AutoscalerStat, ProtobufDecodesToTheSampleWithRatesPerSecond) {
+  wire::Stat stat;
+  ASSERT_TRUE(stat.ParseFromString(encode_stat_protobuf(kPod, sample())));
+  EXPECT_EQ(stat.pod_name(), "pod-a");
+  EXPECT_DOUBLE_EQ(stat.average_concurrent_requests(), 2.5);
+  EXPECT_DOUBLE_EQ(stat.average_proxied_concurrent_requests(), 0.5);
+  EXPECT_DOUBLE_EQ(stat.request_count(), 15.0);  // 30 requests over 2 s
+  EXPECT_DOUBLE_EQ(stat.proxied_request_count(), 3.0);
+  EXPECT_DOUBLE_EQ(stat.process_uptime(), 42.0);
+  EXPECT_EQ(stat.timestamp(), 0);  // queue-proxy never sets it
+}
+
+TEST(AutoscalerStat, ProtobufFitsTheAutoscalersReadLimit) {
+  // Knative's scraper reads at most 336 bytes of the body.
+  PodIdentity pod = kPod;
+  pod.pod = std::string(253, 'p');  // the longest Kubernetes name
+  EXPECT_LE(encode_stat_protobuf(pod, sample()).size(), 336u);
+}
+
+TEST(AutoscalerStat, PrometheusTextCarriesTheQueueGaugesWithDestinationLabels) {
+  StatExposition e(kPod);
+  e.update(sample());
+  auto text = e.text();
+  const std::string labels =
+      "{destination_configuration=\"cfg\",destination_namespace=\"ns\",destination_pod=\"pod-a\","
+      "destination_revision=\"rev-1\"}";
+  EXPECT_NE(text.find("queue_requests_per_second" + labels + " 15"), std::string::npos) << text;
+  EXPECT_NE(text.find("queue_proxied_operations_per_second" + labels + " 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("queue_average_concurrent_requests" + labels + " 2.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("queue_average_proxied_concurrent_requests" + labels + " 0.5"), std::string::npos);
+  EXPECT_NE(text.find("process_uptime" + labels + " 42"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace sluice::metrics

@@ -1,0 +1,87 @@
+// User request metrics: series per status code, the two name families, the queue depth gauge.
+#include "metrics/request_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace sluice::metrics {
+namespace {
+
+RequestMetricsConfig config(MetricNames names) {
+  return {.pod = {.namespace_name = "ns", .configuration = "cfg", .revision = "rev", .pod = "pod"},
+          .service = "svc",
+          .names = names};
+}
+
+std::string line_with(const std::string& text, const std::string& prefix, const std::string& must_contain) {
+  std::size_t pos = 0;
+  while ((pos = text.find(prefix, pos)) != std::string::npos) {
+    auto end = text.find('\n', pos);
+    auto line = text.substr(pos, end - pos);
+    if (line.find(must_contain) != std::string::npos) return line;
+    pos = end;
+  }
+  return {};
+}
+
+TEST(RequestMetrics, LegacyNamesCountByCodeAndClassAndObserveMilliseconds) {
+  RequestMetrics m(config(MetricNames::knative_legacy));
+  m.record_proxy(200, 0.004);
+  m.record_proxy(200, 0.004);
+  m.record_proxy(503, 0.001);
+  m.record_app(200, 0.003);
+  auto text = m.text();
+  auto ok = line_with(text, "revision_request_count{", "response_code=\"200\"");
+  EXPECT_NE(ok.find("response_code_class=\"2xx\""), std::string::npos) << ok;
+  EXPECT_NE(ok.find("revision_name=\"rev\""), std::string::npos) << ok;
+  EXPECT_TRUE(ok.ends_with(" 2")) << ok;
+  EXPECT_TRUE(line_with(text, "revision_request_count{", "response_code=\"503\"").ends_with(" 1"));
+  EXPECT_TRUE(line_with(text, "revision_app_request_count{", "response_code=\"200\"").ends_with(" 1"));
+  // 4 ms lands in the 5 ms bucket, not the 2 ms one.
+  const std::string ok_series = "response_code_class=\"2xx\",revision_name=\"rev\",service_name=\"svc\"";
+  EXPECT_TRUE(line_with(text, "revision_request_latencies_bucket{", ok_series + ",le=\"5\"").ends_with(" 2")) << text;
+  EXPECT_TRUE(line_with(text, "revision_request_latencies_bucket{", ok_series + ",le=\"2\"").ends_with(" 0")) << text;
+  EXPECT_EQ(text.find("kn_serving_"), std::string::npos);
+}
+
+TEST(RequestMetrics, OtelNamesObserveSeconds) {
+  RequestMetrics m(config(MetricNames::knative_otel));
+  m.record_proxy(201, 0.02);
+  m.set_queue_depth(3);
+  auto text = m.text();
+  auto bucket = line_with(text, "kn_serving_invocation_duration_seconds_bucket{", "le=\"0.025\"");
+  EXPECT_NE(bucket.find("http_response_status_code=\"201\""), std::string::npos) << text;
+  EXPECT_TRUE(bucket.ends_with(" 1")) << bucket;
+  EXPECT_TRUE(line_with(text, "kn_serving_queue_depth{", "").ends_with(" 3")) << text;
+  EXPECT_EQ(text.find("revision_request_count"), std::string::npos);
+}
+
+TEST(RequestMetrics, BothFamiliesWhenAsked) {
+  RequestMetrics m(config(MetricNames::both));
+  m.record_proxy(200, 0.1);
+  auto text = m.text();
+  EXPECT_NE(text.find("revision_request_count{"), std::string::npos);
+  EXPECT_NE(text.find("kn_serving_invocation_duration_seconds_count{"), std::string::npos);
+}
+
+TEST(RequestMetrics, RecordingFromManyThreadsLosesNothing) {
+  RequestMetrics m(config(MetricNames::knative_legacy));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&m, t] {
+      for (int i = 0; i < 5000; ++i) m.record_proxy(200 + (i + t) % 3, 0.001);
+    });
+  for (auto& th : threads) th.join();
+  auto text = m.text();
+  double total = 0;
+  for (int code : {200, 201, 202}) {
+    auto line = line_with(text, "revision_request_count{", "response_code=\"" + std::to_string(code) + "\"");
+    total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_EQ(total, 20000);
+}
+
+}  // namespace
+}  // namespace sluice::metrics
