@@ -51,7 +51,7 @@ std::vector<OptionSpec> sidecar_options() {
        "idle keep-alive connections to the app per worker (default: concurrency, or 1000 when 0)"},
       {"SLUICE_IO_BUFFER_BYTES", "io-buffer-bytes", false, "body buffer per direction per exchange (default 65536)"},
       {"SLUICE_DRAIN_TIMEOUT_SECONDS", "drain-timeout-seconds", false,
-       "longest wait for in-flight requests once draining ends (default 30)"},
+       "longest wait for in-flight exchanges once draining ends (default 60)"},
       {"SLUICE_DRAIN_QUIET_PERIOD_MS", "drain-quiet-period-ms", false,
        "after SIGTERM, drain ends this long after the last ordinary request (default 30000, as queue-proxy)"},
       {"SLUICE_QUEUE_DEPTH", "queue-depth", false,
@@ -261,7 +261,7 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   auto& t = c.proxy.timeouts;
   t.client_header = seconds(o.get_int("SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", 60, 1, kMaxSeconds));
   t.upstream_connect = seconds(o.get_int("SLUICE_UPSTREAM_CONNECT_TIMEOUT_SECONDS", 5, 1, 3600));
-  c.drain_timeout = seconds(o.get_int("SLUICE_DRAIN_TIMEOUT_SECONDS", 30, 0, kMaxSeconds));
+  c.drain_timeout = seconds(o.get_int("SLUICE_DRAIN_TIMEOUT_SECONDS", 60, 0, kMaxSeconds));
   t.drain_quiet_period = proxy::Millis(o.get_int("SLUICE_DRAIN_QUIET_PERIOD_MS", 30000, 0, kMaxSeconds * 1000));
   c.proxy.container_concurrency = static_cast<std::size_t>(c.container_concurrency);
   c.proxy.queue_depth = static_cast<std::size_t>(

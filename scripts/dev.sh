@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates
   libboost1.81-dev libboost-json1.81-dev
-  libnghttp2-dev libssl-dev libprotobuf-dev protobuf-compiler
+  libnghttp2-dev libssl-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
   libgtest-dev libgmock-dev
   curl procps iproute2 coreutils
   nginx-light wrk nghttp2-client
@@ -52,12 +52,14 @@ run_demo() {
     USER_PORT="$app_port" REVISION_TIMEOUT_SECONDS=300 SERVING_NAMESPACE=default \
     SERVING_CONFIGURATION=demo SERVING_REVISION=demo-00001 SERVING_POD=demo-00001-local \
     SERVING_POD_IP=127.0.0.1 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=info \
-    SERVING_ENABLE_REQUEST_LOG=true \
+    SERVING_ENABLE_REQUEST_LOG=true SERVING_REQUEST_METRICS_BACKEND=prometheus \
+    SLUICE_DRAIN_QUIET_PERIOD_MS="${SLUICE_DRAIN_QUIET_PERIOD_MS:-1000}" \
     build/release/app/sluice sidecar "$@" &
   pids+=($!)
   echo
   echo "sluice sidecar is proxying http://127.0.0.1:$port/ to the demo app on 127.0.0.1:$app_port"
   echo "  try: curl -i http://127.0.0.1:$port/    curl http://127.0.0.1:$port/headers    (Ctrl-C stops)"
+  echo "  autoscaler stats: curl http://127.0.0.1:9090/metrics    request metrics: curl http://127.0.0.1:9091/metrics"
   echo
   wait -n "${pids[@]}"
 }
