@@ -36,6 +36,11 @@ void ConcurrencyBreaker::release() {
   Handoff::deliver(next->wake);
 }
 
+void ConcurrencyBreaker::drop_waiters() {
+  std::lock_guard lock(mutex_);
+  waiters_.clear();
+}
+
 std::size_t ConcurrencyBreaker::in_flight() const {
   std::lock_guard lock(mutex_);
   return in_flight_;

@@ -27,6 +27,9 @@ class ConcurrencyBreaker {
 
   std::size_t in_flight() const;
   std::size_t waiting() const;
+
+  // At shutdown, before the workers' io_contexts go: waiters hold timers of those contexts.
+  void drop_waiters();
   std::size_t capacity() const { return capacity_; }
 
  private:

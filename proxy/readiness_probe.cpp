@@ -73,6 +73,11 @@ void UserReadiness::finish(bool ready) {
   running_ = false;
 }
 
+void UserReadiness::drop_waiters() {
+  std::lock_guard lock(mutex_);
+  waiters_.clear();
+}
+
 asio::awaitable<bool> UserReadiness::check() {
   auto ex = co_await asio::this_coro::executor;
   auto waiter = std::make_shared<Waiter>();

@@ -22,6 +22,9 @@ class UserReadiness {
   // Any worker; resumes on the caller's executor.
   asio::awaitable<bool> check();
 
+  // At shutdown, before the workers' io_contexts go: waiters hold timers of those contexts.
+  void drop_waiters();
+
   // One try against the app, bounded by `timeout`.
   asio::awaitable<bool> try_once(Millis timeout) const;
 

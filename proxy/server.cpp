@@ -108,6 +108,9 @@ Server::Server(ProxyConfig config) : config_(std::move(config)), shared_(config_
 Server::~Server() {
   for (auto& w : workers_) w->stop();
   for (auto& w : workers_) w->join();
+  // Whatever still waits holds timers of the workers' io_contexts, which go first.
+  if (shared_.breaker) shared_.breaker->drop_waiters();
+  shared_.readiness.drop_waiters();
 }
 
 void Server::start() {

@@ -30,8 +30,8 @@ struct Acquirers {
 };
 
 TEST(Breaker, AdmitsUpToCapacityQueuesUpToDepthAndRefusesBeyond) {
+  Acquirers a;  // outlives the breaker: its waiters hold timers of a.io
   ConcurrencyBreaker b(2, 3);
-  Acquirers a;
   for (int i = 0; i < 7; ++i) a.spawn(b, i, Clock::time_point::max());
   a.io.run_for(50ms);
   EXPECT_EQ(b.in_flight(), 2u);
@@ -42,8 +42,8 @@ TEST(Breaker, AdmitsUpToCapacityQueuesUpToDepthAndRefusesBeyond) {
 }
 
 TEST(Breaker, ReleasedSlotsGoToWaitersInArrivalOrder) {
-  ConcurrencyBreaker b(1, 10);
   Acquirers a;
+  ConcurrencyBreaker b(1, 10);
   for (int i = 0; i < 5; ++i) a.spawn(b, i, Clock::time_point::max());
   a.io.run_for(20ms);
   ASSERT_EQ(a.admitted_order, std::vector<int>{0});
@@ -59,8 +59,8 @@ TEST(Breaker, ReleasedSlotsGoToWaitersInArrivalOrder) {
 }
 
 TEST(Breaker, AWaiterWhoseDeadlinePassesTimesOutAndLeavesTheQueue) {
-  ConcurrencyBreaker b(1, 10);
   Acquirers a;
+  ConcurrencyBreaker b(1, 10);
   a.spawn(b, 0, Clock::time_point::max());
   a.spawn(b, 1, Clock::now() + 30ms);
   a.spawn(b, 2, Clock::time_point::max());
