@@ -1,54 +1,109 @@
 // Concurrency integration; see request_stats.h.
 #include "metrics/request_stats.h"
 
-namespace sluice::metrics {
+#include <algorithm>
 
-void RequestStats::integrate(Clock::time_point now) {
-  if (now <= last_change_) return;  // a caller with a slightly older reading of the clock
-  double dt = std::chrono::duration<double>(now - last_change_).count();
-  concurrency_seconds_ += static_cast<double>(concurrency_) * dt;
-  proxied_concurrency_seconds_ += static_cast<double>(proxied_concurrency_) * dt;
-  last_change_ = now;
+namespace sluice::metrics {
+namespace {
+
+double seconds_between(Clock::rep from, Clock::time_point to) {
+  auto dt = to.time_since_epoch().count() - from;
+  return dt > 0 ? std::chrono::duration<double>(Clock::duration(dt)).count() : 0.0;
 }
 
-void RequestStats::request_in(Clock::time_point now, bool proxied) {
-  std::lock_guard lock(mutex_);
-  integrate(now);
-  ++concurrency_;
-  ++requests_;
-  if (proxied) {
-    ++proxied_concurrency_;
-    ++proxied_requests_;
+}  // namespace
+
+RequestStatsShard::RequestStatsShard(Clock::time_point start)
+    : last_change_(start.time_since_epoch().count()) {}
+
+// Single writer: plain loads of its own fields, stores bracketed by the sequence counter.
+void RequestStatsShard::advance(Clock::time_point now, int delta, bool proxied, bool arrival) {
+  auto seq = sequence_.load(std::memory_order_relaxed);
+  sequence_.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+
+  auto last = last_change_.load(std::memory_order_relaxed);
+  double dt = seconds_between(last, now);  // a reading of the clock older than the last one adds 0
+  auto c = concurrency_.load(std::memory_order_relaxed);
+  auto pc = proxied_concurrency_.load(std::memory_order_relaxed);
+  concurrency_seconds_.store(concurrency_seconds_.load(std::memory_order_relaxed) + static_cast<double>(c) * dt,
+                             std::memory_order_relaxed);
+  proxied_concurrency_seconds_.store(
+      proxied_concurrency_seconds_.load(std::memory_order_relaxed) + static_cast<double>(pc) * dt,
+      std::memory_order_relaxed);
+  last_change_.store(std::max(last, now.time_since_epoch().count()), std::memory_order_relaxed);
+  concurrency_.store(c + delta, std::memory_order_relaxed);
+  if (proxied) proxied_concurrency_.store(pc + delta, std::memory_order_relaxed);
+  if (arrival) {
+    requests_.store(requests_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (proxied)
+      proxied_requests_.store(proxied_requests_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  sequence_.store(seq + 2, std::memory_order_release);
+}
+
+void RequestStatsShard::request_in(Clock::time_point now, bool proxied) { advance(now, +1, proxied, true); }
+
+void RequestStatsShard::request_out(Clock::time_point now, bool proxied) { advance(now, -1, proxied, false); }
+
+RequestStatsShard::Totals RequestStatsShard::totals_at(Clock::time_point now) const {
+  while (true) {
+    auto before = sequence_.load(std::memory_order_acquire);
+    if (before & 1) continue;  // the writer is mid-update: a few instructions
+    Totals t;
+    auto last = last_change_.load(std::memory_order_relaxed);
+    auto c = concurrency_.load(std::memory_order_relaxed);
+    auto pc = proxied_concurrency_.load(std::memory_order_relaxed);
+    t.concurrency_seconds = concurrency_seconds_.load(std::memory_order_relaxed);
+    t.proxied_concurrency_seconds = proxied_concurrency_seconds_.load(std::memory_order_relaxed);
+    t.requests = requests_.load(std::memory_order_relaxed);
+    t.proxied_requests = proxied_requests_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (sequence_.load(std::memory_order_relaxed) != before) continue;
+    double dt = seconds_between(last, now);
+    t.concurrency_seconds += static_cast<double>(c) * dt;
+    t.proxied_concurrency_seconds += static_cast<double>(pc) * dt;
+    t.in_flight = c;
+    return t;
   }
 }
 
-void RequestStats::request_out(Clock::time_point now, bool proxied) {
-  std::lock_guard lock(mutex_);
-  integrate(now);
-  --concurrency_;
-  if (proxied) --proxied_concurrency_;
+RequestStats::RequestStats(Clock::time_point start, std::size_t shards) : period_start_(start) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(shards, 1); ++i)
+    shards_.push_back(std::make_unique<RequestStatsShard>(start));
 }
 
 PeriodReport RequestStats::report(Clock::time_point now) {
-  std::lock_guard lock(mutex_);
-  integrate(now);
-  PeriodReport r;
-  r.seconds = std::chrono::duration<double>(last_change_ - period_start_).count();
-  if (r.seconds > 0) {
-    r.average_concurrency = concurrency_seconds_ / r.seconds;
-    r.average_proxied_concurrency = proxied_concurrency_seconds_ / r.seconds;
+  std::lock_guard lock(report_mutex_);
+  now = std::max(now, period_start_);
+  RequestStatsShard::Totals total;
+  for (const auto& s : shards_) {
+    auto t = s->totals_at(now);
+    total.concurrency_seconds += t.concurrency_seconds;
+    total.proxied_concurrency_seconds += t.proxied_concurrency_seconds;
+    total.requests += t.requests;
+    total.proxied_requests += t.proxied_requests;
   }
-  r.requests = requests_;
-  r.proxied_requests = proxied_requests_;
-  period_start_ = last_change_;
-  concurrency_seconds_ = proxied_concurrency_seconds_ = 0;
-  requests_ = proxied_requests_ = 0;
+  PeriodReport r;
+  r.seconds = std::chrono::duration<double>(now - period_start_).count();
+  if (r.seconds > 0) {
+    r.average_concurrency = (total.concurrency_seconds - previous_.concurrency_seconds) / r.seconds;
+    r.average_proxied_concurrency =
+        (total.proxied_concurrency_seconds - previous_.proxied_concurrency_seconds) / r.seconds;
+  }
+  r.requests = total.requests - previous_.requests;
+  r.proxied_requests = total.proxied_requests - previous_.proxied_requests;
+  previous_ = total;
+  period_start_ = now;
   return r;
 }
 
 std::int64_t RequestStats::in_flight() const {
-  std::lock_guard lock(mutex_);
-  return concurrency_;
+  std::int64_t n = 0;
+  auto now = Clock::now();
+  for (const auto& s : shards_) n += s->totals_at(now).in_flight;
+  return n;
 }
 
 }  // namespace sluice::metrics

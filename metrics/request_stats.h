@@ -1,11 +1,18 @@
-// Time-weighted request concurrency and request counts, shared by every worker and read once a period
-// by the stat reporter. Knative's autoscaler is fed averages, not samples: a request in flight for half
-// of a 1 s period counts 0.5.
+// Time-weighted request concurrency and request counts, read once a period by the stat reporter.
+// Knative's autoscaler is fed averages, not samples: a request in flight for half of a 1 s period
+// counts 0.5.
+//
+// Each worker writes its own shard, so the request path takes no lock and shares no cache line with
+// other workers: the shard keeps running totals (never reset) that the reporter reads consistently
+// through a sequence counter and differences period by period.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 namespace sluice::metrics {
 
@@ -20,33 +27,59 @@ struct PeriodReport {
   double seconds = 0;                      // length of the period
 };
 
-// Thread-safe; every call takes the time, so tests drive it with their own clock. The lock is held
-// for a few arithmetic operations per request start and end.
-class RequestStats {
+// One writer thread (its worker), any number of readers.
+class alignas(64) RequestStatsShard {
  public:
-  explicit RequestStats(Clock::time_point start) : last_change_(start), period_start_(start) {}
+  explicit RequestStatsShard(Clock::time_point start);
 
   void request_in(Clock::time_point now, bool proxied);
   void request_out(Clock::time_point now, bool proxied);
 
+  struct Totals {
+    double concurrency_seconds = 0;  // integral of the in-flight count since the start
+    double proxied_concurrency_seconds = 0;
+    std::uint64_t requests = 0;
+    std::uint64_t proxied_requests = 0;
+    std::int64_t in_flight = 0;
+  };
+  // A consistent snapshot, with the integrals carried forward to `now`.
+  Totals totals_at(Clock::time_point now) const;
+
+ private:
+  void advance(Clock::time_point now, int delta, bool proxied, bool arrival);
+
+  std::atomic<std::uint64_t> sequence_{0};  // odd while the writer is mid-update
+  std::atomic<Clock::rep> last_change_;
+  std::atomic<std::int64_t> concurrency_{0};
+  std::atomic<std::int64_t> proxied_concurrency_{0};
+  std::atomic<double> concurrency_seconds_{0};
+  std::atomic<double> proxied_concurrency_seconds_{0};
+  std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::uint64_t> proxied_requests_{0};
+};
+
+class RequestStats {
+ public:
+  RequestStats(Clock::time_point start, std::size_t shards = 1);
+
+  // Shard i belongs to worker i; 0 <= i < shards.
+  RequestStatsShard& shard(std::size_t i) { return *shards_[i]; }
+
+  // Shard 0, for single-threaded users and tests.
+  void request_in(Clock::time_point now, bool proxied) { shards_[0]->request_in(now, proxied); }
+  void request_out(Clock::time_point now, bool proxied) { shards_[0]->request_out(now, proxied); }
+
   // Closes the current period at `now` and starts the next one.
   PeriodReport report(Clock::time_point now);
 
-  // Requests in flight right now.
+  // Requests in flight right now, over all shards.
   std::int64_t in_flight() const;
 
  private:
-  void integrate(Clock::time_point now);  // callers hold mutex_
-
-  mutable std::mutex mutex_;
-  Clock::time_point last_change_;
+  std::vector<std::unique_ptr<RequestStatsShard>> shards_;
+  std::mutex report_mutex_;  // reporters only, never the request path
+  RequestStatsShard::Totals previous_;
   Clock::time_point period_start_;
-  std::int64_t concurrency_ = 0;
-  std::int64_t proxied_concurrency_ = 0;
-  double concurrency_seconds_ = 0;  // integral of concurrency over the period so far
-  double proxied_concurrency_seconds_ = 0;
-  std::uint64_t requests_ = 0;
-  std::uint64_t proxied_requests_ = 0;
 };
 
 }  // namespace sluice::metrics

@@ -15,13 +15,13 @@ namespace sluice::proxy {
 
 class Worker {
  public:
-  Worker(const ProxyConfig& config, SharedState& shared, std::atomic<std::size_t>& open,
-         tcp::endpoint upstream)
+  Worker(const ProxyConfig& config, SharedState& shared, std::size_t index,
+         std::atomic<std::size_t>& open, tcp::endpoint upstream)
       // Only this worker's thread does I/O on its sockets, so the reactor needs no per-socket locks;
       // posting to the worker from other threads (shutdown) stays safe.
       : io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO),
         acceptor_(io_),
-        context_(config, shared, io_.get_executor(), upstream),
+        context_(config, shared, index, io_.get_executor(), upstream),
         open_(open) {}
 
   std::uint16_t bind(const tcp::endpoint& ep) {
@@ -98,11 +98,19 @@ class Worker {
   std::thread thread_;
 };
 
-Server::Server(ProxyConfig config) : config_(std::move(config)), shared_(config_) {
-  unsigned n = config_.workers ? config_.workers : std::max(1u, std::thread::hardware_concurrency());
+namespace {
+
+unsigned worker_count(const ProxyConfig& c) {
+  return c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+Server::Server(ProxyConfig config)
+    : config_(std::move(config)), shared_(config_, worker_count(config_)) {
   tcp::endpoint upstream(asio::ip::make_address(config_.upstream_host), config_.upstream_port);
-  for (unsigned i = 0; i < n; ++i)
-    workers_.push_back(std::make_unique<Worker>(config_, shared_, open_connections_, upstream));
+  for (unsigned i = 0; i < worker_count(config_); ++i)
+    workers_.push_back(std::make_unique<Worker>(config_, shared_, i, open_connections_, upstream));
 }
 
 Server::~Server() {

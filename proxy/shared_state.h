@@ -14,8 +14,8 @@
 namespace sluice::proxy {
 
 struct SharedState {
-  explicit SharedState(const ProxyConfig& c)
-      : stats(Clock::now()),
+  SharedState(const ProxyConfig& c, std::size_t workers)
+      : stats(Clock::now(), workers),
         breaker(c.container_concurrency
                     ? std::make_unique<ConcurrencyBreaker>(c.container_concurrency, c.queue_depth)
                     : nullptr),

@@ -23,14 +23,16 @@ class ConnectionHandle {
 };
 
 struct WorkerContext {
-  WorkerContext(const ProxyConfig& c, SharedState& s, const asio::any_io_executor& ex,
-                tcp::endpoint upstream)
+  WorkerContext(const ProxyConfig& c, SharedState& s, std::size_t index,
+                const asio::any_io_executor& ex, tcp::endpoint upstream)
       : config(c),
         shared(s),
+        stats(s.stats.shard(index)),
         pool(ex, upstream, c.upstream_max_idle, c.timeouts.upstream_connect) {}
 
   const ProxyConfig& config;
   SharedState& shared;
+  metrics::RequestStatsShard& stats;  // this worker's: written by no other thread
   UpstreamPool pool;
   RequestIdGenerator request_ids;
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener

@@ -64,13 +64,13 @@ std::size_t field_count(const http::fields& f) {
 // concurrency, as Knative's autoscaler expects), out when the exchange ends, however it ends.
 class CountedExchange {
  public:
-  CountedExchange(SharedState& shared, bool proxied, const ExchangeRecord& record)
-      : shared_(shared), proxied_(proxied), record_(record) {
-    shared_.stats.request_in(record_.start, proxied_);
+  CountedExchange(WorkerContext& worker, bool proxied, const ExchangeRecord& record)
+      : shared_(worker.shared), stats_(worker.stats), proxied_(proxied), record_(record) {
+    stats_.request_in(record_.start, proxied_);
   }
   ~CountedExchange() {
     auto now = Clock::now();
-    shared_.stats.request_out(now, proxied_);
+    stats_.request_out(now, proxied_);
     if (shared_.request_metrics)
       shared_.request_metrics->record_proxy(record_.status, seconds_between(record_.start, now));
   }
@@ -83,6 +83,7 @@ class CountedExchange {
 
  private:
   SharedState& shared_;
+  metrics::RequestStatsShard& stats_;
   bool proxied_;
   const ExchangeRecord& record_;
 };
@@ -340,7 +341,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   if (probe != ProbeKind::none) co_return co_await answer_probe(probe, req, local_keep_alive);
 
   shared.drainer.note_request(phase_start_);
-  CountedExchange counted(shared, iequals(req[kProxyRequestHeader], "activator"), record_);
+  CountedExchange counted(worker_, iequals(req[kProxyRequestHeader], "activator"), record_);
   std::optional<BreakerSlot> slot;
   if (shared.breaker) {
     auto admission = co_await shared.breaker->acquire(exchange_deadline());
