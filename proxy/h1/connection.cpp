@@ -6,6 +6,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "common/log.h"
+#include "proxy/admission.h"
 #include "proxy/completion.h"
 #include "proxy/h1/body_relay.h"
 #include "proxy/h1/tunnel.h"
@@ -59,34 +60,6 @@ std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
 std::size_t field_count(const http::fields& f) {
   return static_cast<std::size_t>(std::distance(f.begin(), f.end()));
 }
-
-// The exchange's share of the stats: counted in before the breaker (so waiting requests count toward
-// concurrency, as Knative's autoscaler expects), out when the exchange ends, however it ends.
-class CountedExchange {
- public:
-  CountedExchange(WorkerContext& worker, bool proxied, const ExchangeRecord& record)
-      : shared_(worker.shared), stats_(worker.stats), proxied_(proxied), record_(record) {
-    stats_.request_in(record_.start, proxied_);
-  }
-  ~CountedExchange() {
-    auto now = Clock::now();
-    stats_.request_out(now, proxied_);
-    if (shared_.request_metrics)
-      shared_.request_metrics->record_proxy(record_.status, seconds_between(record_.start, now));
-  }
-  CountedExchange(const CountedExchange&) = delete;
-  CountedExchange& operator=(const CountedExchange&) = delete;
-
-  static double seconds_between(Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-  }
-
- private:
-  SharedState& shared_;
-  metrics::RequestStatsShard& stats_;
-  bool proxied_;
-  const ExchangeRecord& record_;
-};
 
 }  // namespace
 
@@ -233,44 +206,14 @@ asio::awaitable<bool> Connection::respond_locally(unsigned status, std::string_v
   co_return keep_alive && !ec;
 }
 
-// Health checks are answered here, never forwarded, counted or queued (SPEC §3.1).
-asio::awaitable<bool> Connection::answer_probe(ProbeKind kind, const http::request_header<>& req,
-                                               bool keep_alive) {
-  auto& shared = worker_.shared;
-  LocalResponseExtras extras{.exact_body = true, .log = worker_.config.probe_request_log};
-  if (kind == ProbeKind::network_hash) {
-    auto hash = req[kNetworkHashHeader];
-    if (hash.empty()) {
-      extras.exact_body = false;
-      co_return co_await respond_locally(400, "a probe request must contain a non-empty \"K-Network-Hash\" header",
-                                         keep_alive, extras);
-    }
+// A LocalAnswer from admission, as HTTP/1.1 bytes.
+asio::awaitable<bool> Connection::respond(const LocalAnswer& a, bool keep_alive, bool log) {
+  LocalResponseExtras extras{.exact_body = a.exact_body, .log = log};
+  if (!a.network_hash.empty()) {
     extras.extra_name = kNetworkHashHeader;
-    extras.extra_value = hash;
-    co_return co_await respond_locally(200, "", keep_alive, extras);
+    extras.extra_value = a.network_hash;
   }
-  extras.exact_body = false;
-  if (shared.drainer.draining()) co_return co_await respond_locally(503, "shutting down", keep_alive, extras);
-  auto value = req[kNetworkProbeHeader];
-  if (!value.empty() && value != "queue") {
-    std::string body = "unexpected probe header value: ";
-    body += value;
-    co_return co_await respond_locally(400, body, keep_alive, extras);
-  }
-  bool ready = co_await shared.readiness.check();
-  if (!ready) co_return co_await respond_locally(503, "container not ready", keep_alive, extras);
-  extras.exact_body = true;  // the activator expects exactly "queue"
-  co_return co_await respond_locally(200, "queue", keep_alive, extras);
-}
-
-// When the exchange must have started its response: the earlier of the whole-request and the
-// response-start deadlines (a slot that comes later than that is of no use).
-Clock::time_point Connection::exchange_deadline() const {
-  const auto& t = worker_.config.timeouts;
-  auto d = Clock::time_point::max();
-  if (t.request.count() > 0) d = std::min(d, phase_start_ + t.request);
-  if (t.response_start.count() > 0) d = std::min(d, phase_start_ + t.response_start);
-  return d;
+  co_return co_await respond_locally(a.status, a.body, keep_alive && !a.close, extras);
 }
 
 // One place maps failures of an exchange to what the client sees.
@@ -336,21 +279,15 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   const bool local_keep_alive = keep_alive && body == Framing::none;
 
   auto& shared = worker_.shared;
-  auto probe = classify_probe(req[http::field::user_agent], req[kNetworkProbeHeader],
-                              req[kKubeletProbeHeader]);
-  if (probe != ProbeKind::none) co_return co_await answer_probe(probe, req, local_keep_alive);
-
-  shared.drainer.note_request(phase_start_);
-  CountedExchange counted(worker_, iequals(req[kProxyRequestHeader], "activator"), record_);
-  std::optional<BreakerSlot> slot;
-  if (shared.breaker) {
-    auto admission = co_await shared.breaker->acquire(exchange_deadline());
-    if (admission == ConcurrencyBreaker::Admission::queue_full)
-      co_return co_await respond_locally(503, "pending request queue full", local_keep_alive);
-    if (admission == ConcurrencyBreaker::Admission::timed_out)
-      co_return co_await respond_locally(503, "request timeout while waiting for the container", false);
-    slot.emplace(shared.breaker.get());
+  // Health checks are answered here, never forwarded, counted or queued (SPEC §3.1).
+  if (auto probe = probe_kind_of(req); probe != ProbeKind::none) {
+    auto answer = co_await answer_health_check(worker_, probe, req);
+    co_return co_await respond(answer, local_keep_alive, worker_.config.probe_request_log);
   }
+  CountedExchange counted(worker_, req, record_);
+  std::optional<BreakerSlot> slot;
+  if (auto refused = co_await pass_breaker(worker_, exchange_deadline(worker_.config.timeouts, phase_start_), slot))
+    co_return co_await respond(*refused, local_keep_alive, true);
   bool expect_continue = body != Framing::none &&
                          iequals(req[http::field::expect], "100-continue");
   auto upgrade_to = req[http::field::upgrade];
@@ -492,7 +429,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   upstream_ = nullptr;
   if (shared.request_metrics) {
     shared.request_metrics->record_app(
-        record_.status, CountedExchange::seconds_between(upstream_start, Clock::now()));
+        record_.status, seconds_between(upstream_start, Clock::now()));
   }
   if (rec) {
     if (!client_went_away(rec) && !is_timeout_like(rec))

@@ -9,7 +9,7 @@
 #include "proxy/exchange.h"
 #include "proxy/h1/body_relay.h"
 #include "proxy/h1/message.h"
-#include "proxy/probe.h"
+#include "proxy/admission.h"
 #include "proxy/watchdog.h"
 #include "proxy/worker_context.h"
 
@@ -34,8 +34,7 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   void begin_record(const http::request_header<>& req);
   asio::awaitable<bool> respond_locally(unsigned status, std::string_view body, bool keep_alive,
                                         LocalResponseExtras extras = {});
-  asio::awaitable<bool> answer_probe(ProbeKind kind, const http::request_header<>& req, bool keep_alive);
-  Clock::time_point exchange_deadline() const;
+  asio::awaitable<bool> respond(const LocalAnswer& answer, bool keep_alive, bool log);
   asio::awaitable<bool> fail_exchange(error_code ec, std::string_view what, bool keep_alive);
   asio::awaitable<void> pump_request_body(RequestParser& parser, UpstreamConnection& up, Framing in,
                                           Framing out, std::size_t header_fields, error_code& result);

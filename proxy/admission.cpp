@@ -1,0 +1,70 @@
+// Admission; see admission.h.
+#include "proxy/admission.h"
+
+#include "proxy/headers.h"
+
+namespace sluice::proxy {
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+ProbeKind probe_kind_of(const http::request_header<>& req) {
+  return classify_probe(req[http::field::user_agent], req[kNetworkProbeHeader], req[kKubeletProbeHeader]);
+}
+
+asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKind kind,
+                                                 const http::request_header<>& req) {
+  if (kind == ProbeKind::network_hash) {
+    auto hash = req[kNetworkHashHeader];
+    if (hash.empty())
+      co_return LocalAnswer{.status = 400, .body = "a probe request must contain a non-empty \"K-Network-Hash\" header"};
+    co_return LocalAnswer{.status = 200, .exact_body = true, .network_hash = std::string(hash)};
+  }
+  if (worker.shared.drainer.draining()) co_return LocalAnswer{.status = 503, .body = "shutting down"};
+  auto value = req[kNetworkProbeHeader];
+  if (!value.empty() && value != "queue")
+    co_return LocalAnswer{.status = 400, .body = "unexpected probe header value: " + std::string(value)};
+  bool ready = co_await worker.shared.readiness.check();
+  if (!ready) co_return LocalAnswer{.status = 503, .body = "container not ready"};
+  co_return LocalAnswer{.status = 200, .body = "queue", .exact_body = true};
+}
+
+CountedExchange::CountedExchange(WorkerContext& worker, const http::request_header<>& req,
+                                 const ExchangeRecord& record)
+    : shared_(worker.shared),
+      stats_(worker.stats),
+      proxied_(iequals(req[kProxyRequestHeader], "activator")),
+      record_(record) {
+  shared_.drainer.note_request(record_.start);
+  stats_.request_in(record_.start, proxied_);
+}
+
+CountedExchange::~CountedExchange() {
+  auto now = Clock::now();
+  stats_.request_out(now, proxied_);
+  if (shared_.request_metrics)
+    shared_.request_metrics->record_proxy(record_.status, seconds_between(record_.start, now));
+}
+
+asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
+                                                         std::optional<BreakerSlot>& slot) {
+  auto* breaker = worker.shared.breaker.get();
+  if (!breaker) co_return std::nullopt;
+  auto admission = co_await breaker->acquire(deadline);
+  if (admission == ConcurrencyBreaker::Admission::queue_full)
+    co_return LocalAnswer{.status = 503, .body = "pending request queue full"};
+  if (admission == ConcurrencyBreaker::Admission::timed_out)
+    co_return LocalAnswer{.status = 503, .body = "request timeout while waiting for the container", .close = true};
+  slot.emplace(breaker);
+  co_return std::nullopt;
+}
+
+Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start) {
+  auto d = Clock::time_point::max();
+  if (t.request.count() > 0) d = std::min(d, start + t.request);
+  if (t.response_start.count() > 0) d = std::min(d, start + t.response_start);
+  return d;
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,56 @@
+// What happens to a request before it may go to the app, whatever protocol it came in on (SPEC §3,
+// steps 1 and 4): health checks are answered here; ordinary requests are counted in the stats and
+// pass the breaker. The codecs turn a LocalAnswer into bytes of their protocol.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "proxy/exchange.h"
+#include "proxy/probe.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy {
+
+struct LocalAnswer {
+  unsigned status = 200;
+  std::string body;
+  bool exact_body = false;  // no trailing newline (the activator compares "queue" byte for byte)
+  std::string network_hash;  // K-Network-Hash to echo, when not empty
+  bool close = false;        // the connection ends after it (its deadline has passed)
+};
+
+ProbeKind probe_kind_of(const http::request_header<>& req);
+
+// The answer to a health check of the given kind.
+asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKind kind,
+                                                 const http::request_header<>& req);
+
+// The exchange's share of the stats: counted in at construction (before the breaker, so waiting
+// requests count toward concurrency as Knative's autoscaler expects), out at destruction, however
+// the exchange ends; the proxy's request metrics are recorded then too.
+class CountedExchange {
+ public:
+  CountedExchange(WorkerContext& worker, const http::request_header<>& req, const ExchangeRecord& record);
+  ~CountedExchange();
+  CountedExchange(const CountedExchange&) = delete;
+  CountedExchange& operator=(const CountedExchange&) = delete;
+
+ private:
+  SharedState& shared_;
+  metrics::RequestStatsShard& stats_;
+  bool proxied_;
+  const ExchangeRecord& record_;
+};
+
+// Waits for a breaker slot (when there is a breaker) until `deadline`; nullopt when admitted (the
+// slot is in `slot`), else the refusal to send.
+asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
+                                                         std::optional<BreakerSlot>& slot);
+
+// The earlier of the whole-request and response-start deadlines of an exchange that began at `start`.
+Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start);
+
+double seconds_between(Clock::time_point a, Clock::time_point b);
+
+}  // namespace sluice::proxy
