@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "proxy/asio.h"
-#include "proxy/h1/connection.h"
+#include "proxy/sniff.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy {
@@ -78,7 +78,7 @@ class Worker {
         socket.close(ignore);  // over the connection limit: refuse by closing
         continue;
       }
-      asio::co_spawn(io_, h1::serve(context_, std::move(socket)),
+      asio::co_spawn(io_, serve_plain(context_, std::move(socket)),
                      [this](std::exception_ptr e) {
                        open_.fetch_sub(1, std::memory_order_relaxed);
                        if (!e) return;

@@ -10,6 +10,7 @@
 #include "proxy/completion.h"
 #include "proxy/h1/body_relay.h"
 #include "proxy/h1/tunnel.h"
+#include "proxy/h2/session.h"
 #include "proxy/headers.h"
 #include "proxy/request_log.h"
 
@@ -40,30 +41,9 @@ unsigned status_for_parse_error(error_code ec) {
   return 400;
 }
 
-// 1xx responses other than 101 are interim: 100 is swallowed (sluice answered the client's
-// Expect itself), others (103 Early Hints) are passed on.
-bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
-
-Framing response_framing(const ResponseParser& p, bool head_request) {
-  auto status = p.get().result_int();
-  if (head_request || status == 204 || status == 304 || (status >= 100 && status < 200))
-    return Framing::none;
-  if (p.chunked()) return Framing::chunked;
-  if (p.content_length()) return *p.content_length() == 0 ? Framing::none : Framing::length;
-  return Framing::until_close;
-}
-
-std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
-  return v ? std::optional<std::uint64_t>(*v) : std::nullopt;
-}
-
-std::size_t field_count(const http::fields& f) {
-  return static_cast<std::size_t>(std::distance(f.begin(), f.end()));
-}
-
 }  // namespace
 
-Connection::Connection(WorkerContext& worker, tcp::socket socket)
+Connection::Connection(WorkerContext& worker, tcp::socket socket, std::string_view initial_bytes)
     : worker_(worker),
       down_(std::move(socket)),
       watchdog_(down_.get_executor(), *this),
@@ -80,6 +60,8 @@ Connection::Connection(WorkerContext& worker, tcp::socket socket)
                          : peer_address_ + ":" + std::to_string(ep.port());
   }
   down_.set_option(tcp::no_delay(true), ec);
+  if (!initial_bytes.empty())
+    down_buffer_.commit(asio::buffer_copy(down_buffer_.prepare(initial_bytes.size()), asio::buffer(initial_bytes)));
   worker_.connections.insert(this);
 }
 
@@ -138,12 +120,19 @@ void Connection::on_deadline() {
   down_.cancel(ec);
 }
 
-asio::awaitable<void> serve(WorkerContext& worker, tcp::socket socket) {
-  Connection c(worker, std::move(socket));
-  co_await c.run();
+asio::awaitable<void> serve(WorkerContext& worker, tcp::socket& socket, const std::string& initial_bytes) {
+  std::optional<h2::Handover> h2c;
+  std::string peer_address, peer;
+  {
+    Connection c(worker, std::move(socket), initial_bytes);
+    h2c = co_await c.run();
+    peer_address = c.peer_address_;
+    peer = c.peer_;
+  }
+  if (h2c) co_await h2::serve(worker, *h2c, peer_address, peer);
 }
 
-asio::awaitable<void> Connection::run() {
+asio::awaitable<std::optional<h2::Handover>> Connection::run() {
   const auto& limits = worker_.config.limits;
   while (!worker_.draining) {
     set_phase(Phase::awaiting_request);
@@ -173,10 +162,52 @@ asio::awaitable<void> Connection::run() {
     if (!keep) break;
   }
   phase_ = Phase::closed;
+  if (upgrade_) {
+    std::string rest(static_cast<const char*>(down_buffer_.data().data()), down_buffer_.size());
+    co_return h2::Handover{.socket = std::move(down_), .initial_bytes = std::move(rest),
+                           .upgrade = std::move(upgrade_)};
+  }
   error_code ec;
   down_.shutdown(tcp::socket::shutdown_send, ec);
   if (linger_ && !ec) co_await linger();
   down_.close(ec);
+  co_return std::nullopt;
+}
+
+// Upgrade: h2c (RFC 7540 §3.2), on any method: answered with 101 when offered properly and any body
+// is small enough to read whole first; the request then becomes stream 1 of the HTTP/2 connection.
+// A malformed offer is ignored and the request served over HTTP/1.1, as the RFC allows.
+asio::awaitable<bool> Connection::upgrade_to_h2c(RequestParser& parser, Framing body) {
+  constexpr std::uint64_t kMaxUpgradeBody = 64 * 1024;
+  auto& req = parser.get();
+  auto connection = req[http::field::connection];
+  if (!worker_.config.h2c || !iequals(req[http::field::upgrade], "h2c") ||
+      !listed_in_connection(connection, "upgrade") || !listed_in_connection(connection, "http2-settings") ||
+      req.count(http::field::http2_settings) != 1 || body == Framing::chunked)
+    co_return false;
+  auto settings = h2::decode_base64url(req[http::field::http2_settings]);
+  if (!settings || settings->size() % 6 != 0) co_return false;
+  std::string payload;
+  if (body == Framing::length) {
+    auto length = *parser.content_length();
+    if (length > kMaxUpgradeBody) co_return false;
+    while (down_buffer_.size() < length) {
+      auto [ec, n] = co_await down_.async_read_some(down_buffer_.prepare(length - down_buffer_.size()), use_nothrow);
+      if (ec) co_return false;
+      down_buffer_.commit(n);
+    }
+    payload.assign(static_cast<const char*>(down_buffer_.data().data()), static_cast<std::size_t>(length));
+    down_buffer_.consume(static_cast<std::size_t>(length));
+  }
+  static constexpr std::string_view k101 = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  if (co_await write_all(down_, k101)) co_return false;
+  http::request_header<> stream1 = req.base();
+  stream1.erase(http::field::upgrade);
+  stream1.erase(http::field::http2_settings);
+  stream1.erase(http::field::connection);
+  upgrade_.emplace(h2::UpgradeRequest{.settings = std::move(*settings), .request = std::move(stream1),
+                                      .body = std::move(payload)});
+  co_return true;
 }
 
 asio::awaitable<void> Connection::linger() {
@@ -275,6 +306,10 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   Framing body = parser.chunked() ? Framing::chunked
                  : (parser.content_length().value_or(0) > 0) ? Framing::length
                                                              : Framing::none;
+  if (!req[http::field::upgrade].empty()) {
+    bool switched = co_await upgrade_to_h2c(parser, body);
+    if (switched) co_return false;
+  }
   // A local answer leaves an unread request body behind: the connection cannot carry another request.
   const bool local_keep_alive = keep_alive && body == Framing::none;
 

@@ -9,6 +9,7 @@
 #include "proxy/exchange.h"
 #include "proxy/h1/body_relay.h"
 #include "proxy/h1/message.h"
+#include "proxy/h2/handover.h"
 #include "proxy/admission.h"
 #include "proxy/watchdog.h"
 #include "proxy/worker_context.h"
@@ -17,12 +18,13 @@ namespace sluice::proxy::h1 {
 
 class Connection final : private Watchdog::Target, public ConnectionHandle {
  public:
-  Connection(WorkerContext& worker, tcp::socket socket);
+  Connection(WorkerContext& worker, tcp::socket socket, std::string_view initial_bytes = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  asio::awaitable<void> run();
+  // Ends with the connection closed, or handed over when the client upgraded to h2c.
+  asio::awaitable<std::optional<h2::Handover>> run();
   void close_when_idle() override;
 
  private:
@@ -40,6 +42,8 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
                                           Framing out, std::size_t header_fields, error_code& result);
   asio::awaitable<void> tunnel(UpstreamConnection& up);
   asio::awaitable<void> linger();
+  asio::awaitable<bool> upgrade_to_h2c(RequestParser& parser, Framing body);
+  friend asio::awaitable<void> serve(WorkerContext&, tcp::socket&, const std::string&);
 
   Clock::time_point next_deadline() const override;
   void on_deadline() override;
@@ -63,9 +67,12 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   Expired expired_ = Expired::nothing;
   UpstreamConnection* upstream_ = nullptr;  // in use by the current exchange, for cancellation
   ExchangeRecord record_;
+  std::optional<h2::UpgradeRequest> upgrade_;  // set once 101 went out for h2c
 };
 
 // Accepted-socket entry point: owns the Connection for its whole life.
-asio::awaitable<void> serve(WorkerContext& worker, tcp::socket socket);
+// `initial_bytes` were read from the socket already (while sniffing for the HTTP/2 preface).
+// (By reference: GCC 12 destroys by-value temporaries of a co_await expression twice.)
+asio::awaitable<void> serve(WorkerContext& worker, tcp::socket& socket, const std::string& initial_bytes);
 
 }  // namespace sluice::proxy::h1

@@ -51,6 +51,15 @@ bool skip_end_to_end(const ConnectionTokens& conn, http::field f, std::string_vi
 
 }  // namespace
 
+Framing response_framing(const ResponseParser& p, bool head_request) {
+  auto status = p.get().result_int();
+  if (head_request || status == 204 || status == 304 || (status >= 100 && status < 200))
+    return Framing::none;
+  if (p.chunked()) return Framing::chunked;
+  if (p.content_length()) return *p.content_length() == 0 ? Framing::none : Framing::length;
+  return Framing::until_close;
+}
+
 Framing downstream_framing(Framing upstream, unsigned client_version) {
   if (upstream == Framing::until_close && client_version >= 11) return Framing::chunked;
   if (upstream == Framing::chunked && client_version < 11) return Framing::until_close;

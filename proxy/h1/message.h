@@ -50,6 +50,21 @@ struct LocalResponseExtras {
 void format_local_response(std::string& out, unsigned status, std::string_view body, bool keep_alive,
                            std::string_view request_id = {}, const LocalResponseExtras& extras = {});
 
+// 1xx responses other than 101 are interim: 100 is swallowed (sluice answered the client's
+// Expect itself), others (103 Early Hints) are passed on.
+inline bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+
+// How the app delimits its response body.
+Framing response_framing(const ResponseParser& p, bool head_request);
+
+inline std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
+  return v ? std::optional<std::uint64_t>(*v) : std::nullopt;
+}
+
+inline std::size_t field_count(const http::fields& f) {
+  return static_cast<std::size_t>(std::distance(f.begin(), f.end()));
+}
+
 // Response framing toward a client that speaks `client_version` (10 or 11).
 Framing downstream_framing(Framing upstream, unsigned client_version);
 

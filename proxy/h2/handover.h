@@ -1,0 +1,30 @@
+// How a plain-port connection becomes HTTP/2: by prior knowledge (the client preface) or by an
+// HTTP/1.1 `Upgrade: h2c` request, which becomes stream 1.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "proxy/asio.h"
+
+namespace sluice::proxy::h2 {
+
+inline constexpr std::string_view kClientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+struct UpgradeRequest {
+  std::string settings;  // the HTTP2-Settings payload, decoded
+  http::request_header<> request;
+  std::string body;      // read whole before switching, as RFC 7540 §3.2 requires
+};
+
+struct Handover {
+  tcp::socket socket;
+  std::string initial_bytes;  // read from the socket, not yet given to any codec
+  std::optional<UpgradeRequest> upgrade;
+};
+
+// base64url without padding (RFC 7540 §3.2.1); nullopt when malformed.
+std::optional<std::string> decode_base64url(std::string_view in);
+
+}  // namespace sluice::proxy::h2

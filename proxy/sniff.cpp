@@ -1,0 +1,75 @@
+// Protocol sniffing on the plain port; see sniff.h.
+#include "proxy/sniff.h"
+
+#include <sys/socket.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include "proxy/h1/connection.h"
+#include "proxy/h2/session.h"
+
+namespace sluice::proxy {
+namespace {
+
+std::string peer_address_of(const tcp::socket& s) {
+  error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return {};
+  auto addr = ep.address();
+  if (addr.is_v6() && addr.to_v6().is_v4_mapped()) addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+  return addr.to_string();
+}
+
+std::string peer_of(const tcp::socket& s, const std::string& address) {
+  error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return {};
+  return ep.address().is_v6() && address.find(':') != std::string::npos
+             ? "[" + address + "]:" + std::to_string(ep.port())
+             : address + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
+  using namespace asio::experimental::awaitable_operators;
+  const std::string nothing;
+  if (!worker.config.h2c) {
+    co_await h1::serve(worker, socket, nothing);
+    co_return;
+  }
+  const auto preface = h2::kClientPreface;
+  // Peek, not read: an HTTP/1.1 client's bytes stay in the socket for the h1 codec.
+  asio::steady_timer limit(socket.get_executor(), worker.config.timeouts.client_header);
+  auto ready = co_await (socket.async_wait(tcp::socket::wait_read, use_nothrow) || limit.async_wait(use_nothrow));
+  if (ready.index() == 1) co_return;  // nothing sent before the header timeout: close
+  char head[24];
+  auto n = ::recv(socket.native_handle(), head, sizeof head, MSG_PEEK);
+  if (n <= 0) co_return;
+  std::string_view seen(head, static_cast<std::size_t>(n));
+  if (!preface.starts_with(seen)) {
+    co_await h1::serve(worker, socket, nothing);
+    co_return;
+  }
+  // The preface so far, possibly split across segments: read it for real until it is whole or not.
+  std::string got;
+  while (got.size() < preface.size() && preface.starts_with(got)) {
+    char buf[24];
+    auto want = preface.size() - got.size();
+    auto r = co_await (socket.async_read_some(asio::buffer(buf, want), use_nothrow) || limit.async_wait(use_nothrow));
+    if (r.index() == 1) co_return;
+    auto [ec, m] = std::get<0>(r);
+    if (ec) co_return;
+    got.append(buf, m);
+  }
+  auto address = peer_address_of(socket);
+  auto peer = peer_of(socket, address);
+  if (got == preface) {
+    h2::Handover handover{.socket = std::move(socket), .initial_bytes = std::move(got)};
+    co_await h2::serve(worker, handover, address, peer);
+  } else {
+    co_await h1::serve(worker, socket, got);
+  }
+}
+
+}  // namespace sluice::proxy
