@@ -22,6 +22,8 @@ char process_state(pid_t pid) {
   return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
 }
 
+bool cannot_run(char state) { return state == 'T' || state == 't' || state == 'D'; }
+
 class ProcessTask : public Task {
  public:
   ProcessTask(Spawned s, std::unique_ptr<InstanceCgroup> cg, ThrottleKind kind)
@@ -50,11 +52,13 @@ class ProcessTask : public Task {
       error = "SIGSTOP to process group " + std::to_string(pid_) + " failed";
       return false;
     }
-    // Delivery is asynchronous: report frozen only once the leader is really stopped.
+    // Delivery is asynchronous: report frozen only once the leader can no longer run. 'D' counts: a shell
+    // waiting for a vfork child that the same SIGSTOP caught before its exec stays in D until SIGCONT.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (process_state(pid_) != 'T' && process_state(pid_) != 't') {
+    while (!cannot_run(process_state(pid_))) {
       if (std::chrono::steady_clock::now() >= deadline) {
-        error = "process " + std::to_string(pid_) + " not stopped 2 s after SIGSTOP";
+        error = "process " + std::to_string(pid_) + " not stopped 2 s after SIGSTOP (state " +
+                process_state(pid_) + ")";
         return false;
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));

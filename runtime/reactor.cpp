@@ -2,11 +2,14 @@
 #include "runtime/reactor.h"
 
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cerrno>
 #include <future>
 
 #include "runtime/line_splitter.h"
@@ -28,6 +31,11 @@ Reactor::~Reactor() {
 }
 
 void Reactor::run_sync(const std::function<void()>& fn) {
+  // From an event callback (the reactor thread itself) waiting for a post would never end.
+  if (on_reactor_thread()) {
+    fn();
+    return;
+  }
   std::promise<void> done;
   asio::post(io_, [&] {
     fn();
@@ -39,10 +47,11 @@ void Reactor::run_sync(const std::function<void()>& fn) {
 struct Watch::State {
   State(asio::io_context& io, int out_fd, int err_fd, int pid_fd)
       : pipes{asio::posix::stream_descriptor(io, out_fd), asio::posix::stream_descriptor(io, err_fd)},
-        pidfd(io, pid_fd) {}
+        pidfd(io, pid_fd), retry(io) {}
   asio::posix::stream_descriptor pipes[2];
   LineSplitter splitters[2];
   asio::posix::stream_descriptor pidfd;
+  asio::steady_timer retry;  // reaping again when the pidfd was readable before the zombie was reapable
   WatchCallbacks cb;
   bool closed = false;
   bool exited = false;
@@ -95,18 +104,35 @@ void Watch::wait_pipe(int index) {
 void Watch::wait_exit() {
   s_->pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
                        [self = shared_from_this()](boost::system::error_code ec) {
-                         if (ec || self->s_->closed) return;
-                         siginfo_t info{};
-                         if (::waitid(static_cast<idtype_t>(P_PIDFD), self->s_->pidfd.native_handle(), &info,
-                                      WEXITED) != 0)
-                           return;
-                         // What the app wrote before dying is reported before its exit.
-                         self->drain(0);
-                         self->drain(1);
-                         self->s_->exited = true;
-                         bool by_signal = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
-                         self->s_->cb.on_exit(by_signal ? -1 : info.si_status, by_signal ? info.si_status : 0);
+                         if (!ec && !self->s_->closed) self->reap();
                        });
+}
+
+void Watch::reap() {
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = ::waitid(static_cast<idtype_t>(P_PIDFD), s_->pidfd.native_handle(), &info, WEXITED);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0 && errno == EAGAIN) {
+    // Recent kernels wake pidfd pollers in do_exit, a moment before the zombie can be reaped (and the pidfd
+    // is non-blocking: Asio set it so); seen reapable 2 ms later. The edge is spent, so retry by timer.
+    s_->retry.expires_after(std::chrono::milliseconds(1));
+    s_->retry.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec && !self->s_->closed) self->reap();
+    });
+    return;
+  }
+  // What the app wrote before dying is reported before its exit.
+  drain(0);
+  drain(1);
+  s_->exited = true;
+  if (rc != 0) {  // not ours to reap any more (ECHILD): gone, with its status unknown
+    s_->cb.on_exit(-1, 0);
+    return;
+  }
+  bool by_signal = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
+  s_->cb.on_exit(by_signal ? -1 : info.si_status, by_signal ? info.si_status : 0);
 }
 
 void Watch::close() {
@@ -119,6 +145,7 @@ void Watch::close() {
   boost::system::error_code ec;
   for (auto& p : s_->pipes) p.close(ec);
   s_->pidfd.close(ec);
+  s_->retry.cancel();
 }
 
 }  // namespace sluice::runtime

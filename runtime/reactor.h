@@ -20,7 +20,7 @@ class Reactor {
   Reactor& operator=(const Reactor&) = delete;
 
   boost::asio::io_context& io() { return io_; }
-  // Runs `fn` on the reactor thread and returns when it has run. Must not be called from that thread.
+  // Runs `fn` on the reactor thread and returns when it has run (at once when called from that thread).
   void run_sync(const std::function<void()>& fn);
   bool on_reactor_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
@@ -52,6 +52,7 @@ class Watch : public std::enable_shared_from_this<Watch> {
   explicit Watch(std::unique_ptr<State> s);
   void wait_pipe(int index);
   void wait_exit();
+  void reap();  // after the pidfd turned readable
   bool drain(int index);  // false at EOF or error
   std::unique_ptr<State> s_;
 };

@@ -154,7 +154,8 @@ Outcome Runtime::start(const std::string& id) {
     ::close(out[1]);
     return Outcome::failure(std::string("pipe: ") + std::strerror(errno));
   }
-  rec->log_fd = ::open(rec->status.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (rec->log_fd < 0)  // a start that failed before leaves it open for the retry
+    rec->log_fd = ::open(rec->status.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   StartRequest req{rec->spec, contract_env(rec->spec, rec->status.tmp_dir), opts_.state_dir / id, out[1], err[1]};
   std::string error;
   Handler* h;
@@ -269,7 +270,12 @@ Outcome Runtime::stop(const std::string& id, std::optional<std::chrono::millisec
 Outcome Runtime::remove(const std::string& id) {
   auto rec = find(id);
   if (!rec) return no_such(id);
-  if (rec->task) {
+  bool started;
+  {
+    std::lock_guard op(rec->op_mu);
+    started = rec->task != nullptr;
+  }
+  if (started) {
     if (auto stopped = stop(id, std::chrono::milliseconds(0)); !stopped) return stopped;
   }
   std::lock_guard op(rec->op_mu);
@@ -301,6 +307,8 @@ Outcome Runtime::freeze(const std::string& id) {
   InstanceStatus snapshot;
   {
     std::lock_guard lock(mu_);
+    // The app may have exited meanwhile (on_exit does not wait for op_mu): an exited instance is not frozen.
+    if (rec->status.state != InstanceState::running) return Outcome::failure("instance '" + id + "' exited");
     rec->status.frozen = true;
     snapshot = rec->status;
   }

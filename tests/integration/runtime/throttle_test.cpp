@@ -72,6 +72,21 @@ TEST_P(ThrottleTest, CgroupsCreatedAreRemovedAfterwards) {
   }
 }
 
+TEST_P(ThrottleTest, FrozenInstanceIsThawedBeforeSigtermSoItExitsGracefully) {
+  // Under SIGSTOP or a v1 freezer a SIGTERM would stay pending (and the grace run out) without a thaw.
+  ASSERT_TRUE(rt_->create(shell("stopfrozen1", "trap 'echo got-term; exit 7' TERM; echo ready; "
+                                              "while :; do sleep 0.05; done")));
+  ASSERT_TRUE(rt_->start("stopfrozen1"));
+  ASSERT_TRUE(eventually([&] { return !rec_.lines_of(Stream::out).empty(); }, 10s));
+  auto frozen = rt_->freeze("stopfrozen1");
+  ASSERT_TRUE(frozen) << frozen.error();
+  ASSERT_TRUE(rt_->stop("stopfrozen1", 10s));
+  auto st = rt_->status("stopfrozen1");
+  EXPECT_EQ(st->exit_code, 7);
+  EXPECT_FALSE(rec_.has_event(EventKind::killing, "stopfrozen1"));
+  EXPECT_EQ(rec_.lines_of(Stream::out).back(), "got-term");
+}
+
 INSTANTIATE_TEST_SUITE_P(Mechanisms, ThrottleTest,
                          ::testing::Values("auto", "cgroup2-freeze", "cgroup2-cpu-max", "cgroup1-freezer",
                                            "cgroup1-cfs-quota", "sigstop"),
