@@ -79,14 +79,10 @@ const std::vector<std::pair<std::string_view, Setter>>& setters() {
          // Legacy: values in (0, 1] are fractions already; larger ones are percentages.
          const double p = parse_number(k, v);
          if (p <= 0 || p > 100) fail(k, v, "must be a percentage in (0, 100]");
-         c.target_utilization = p > 1 ? p / 100 : p;
+         c.container_concurrency_target_fraction = p > 1 ? p / 100 : p;
        }},
       {"target-utilization-percentage",
-       [](auto& c, auto k, auto& v) {
-         const double p = parse_number(k, v);
-         if (p < 1 || p > 100) fail(k, v, "must be a percentage in [1, 100]");
-         c.target_utilization = p / 100;
-       }},
+       [](auto& c, auto k, auto& v) { c.target_utilization_percentage = parse_number(k, v); }},
       {"container-concurrency-target-default",
        [](auto& c, auto k, auto& v) { c.container_concurrency_target_default = parse_number(k, v); }},
       {"requests-per-second-target-default",
@@ -157,9 +153,14 @@ void validate(const AutoscalerConfig& c) {
           d(c.scale_to_zero_pod_retention_period), "must be non-negative");
   require(c.target_burst_capacity >= 0 || c.target_burst_capacity == -1, "target-burst-capacity",
           n(c.target_burst_capacity), "must be non-negative, or -1 for unlimited");
-  require(c.target_utilization > 0 && c.target_utilization <= 1, "container-concurrency-target-percentage",
-          n(c.target_utilization * 100), "must be a percentage in (0, 100]");
-  require(c.target_utilization * c.container_concurrency_target_default >= kTargetMin,
+  require(c.container_concurrency_target_fraction > 0 && c.container_concurrency_target_fraction <= 1,
+          "container-concurrency-target-percentage", n(c.container_concurrency_target_fraction * 100),
+          "must be a percentage in (0, 100]");
+  if (const auto& tu = c.target_utilization_percentage) {
+    require(*tu >= 1 && *tu <= 100, "target-utilization-percentage", n(*tu),
+            "must be a percentage in [1, 100]");
+  }
+  require(c.container_concurrency_target_fraction * c.container_concurrency_target_default >= kTargetMin,
           "container-concurrency-target-default", n(c.container_concurrency_target_default),
           "times the target utilization must be at least 0.01");
   require(c.rps_target_default >= kTargetMin, "requests-per-second-target-default", n(c.rps_target_default),

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,7 +20,10 @@ struct AutoscalerConfig {
   // config-autoscaler ConfigMap keys, Knative defaults (pkg/autoscaler/config/config.go).
   bool enable_scale_to_zero = true;                     // enable-scale-to-zero
   double container_concurrency_target_default = 100;    // container-concurrency-target-default
-  double target_utilization = 0.7;                      // container-concurrency-target-percentage, as a fraction
+  double container_concurrency_target_fraction = 0.7;  // container-concurrency-target-percentage, as a fraction
+  // Knative's TargetUtilization: the RPS metric's utilization. Not a ConfigMap key (its 0.7 is fixed there);
+  // only the per-revision target-utilization-percentage below moves it.
+  double rps_target_utilization = 0.7;
   double rps_target_default = 200;                      // requests-per-second-target-default
   double max_scale_up_rate = 1000;                      // max-scale-up-rate
   double max_scale_down_rate = 2;                       // max-scale-down-rate
@@ -42,6 +46,9 @@ struct AutoscalerConfig {
   // Per-revision settings: annotations (autoscaling.knative.dev/<key>) or the revision spec in Knative.
   ScalingMetric metric = ScalingMetric::concurrency;    // metric: concurrency | rps
   double target = 0;                                    // target (0 = unset: the defaults above apply)
+  // target-utilization-percentage: overrides the utilization of either metric, as Knative's annotation
+  // does; the ConfigMap's container-concurrency-target-percentage applies to concurrency only.
+  std::optional<double> target_utilization_percentage;
   std::int32_t container_concurrency = 0;               // container-concurrency (0 = unlimited)
   std::int32_t activation_scale = 0;                    // activation-scale (0 = off; else >= 2)
   Averaging aggregation = Averaging::linear;            // metric-aggregation-algorithm

@@ -14,10 +14,13 @@ constexpr double kTargetMin = 0.01;
 DeciderSpec decider_spec(const AutoscalerConfig& c) {
   DeciderSpec s;
   double total = 0;
+  double utilization = 0;
   if (c.metric == ScalingMetric::rps) {
     total = c.rps_target_default;
+    utilization = c.rps_target_utilization;
   } else {
     total = c.container_concurrency > 0 ? c.container_concurrency : c.container_concurrency_target_default;
+    utilization = c.container_concurrency_target_fraction;
   }
   if (c.target > 0) {
     // An explicit target never exceeds what one pod admits (container concurrency).
@@ -25,8 +28,9 @@ DeciderSpec decider_spec(const AutoscalerConfig& c) {
                 ? std::min(c.target, static_cast<double>(c.container_concurrency))
                 : c.target;
   }
+  if (c.target_utilization_percentage) utilization = *c.target_utilization_percentage / 100;
   s.total_value = total;
-  s.target_value = std::max(kTargetMin, total * c.target_utilization);
+  s.target_value = std::max(kTargetMin, total * utilization);
   s.target_burst_capacity = c.target_burst_capacity;
   s.panic_threshold = c.panic_threshold_percentage / 100.0;
   s.max_scale_up_rate = c.max_scale_up_rate;

@@ -21,8 +21,8 @@ Decision Kpa::decide(TimePoint now, std::int32_t ready_pods) {
   d.ready_pods = ready_pods;
   const auto observed = metrics_.observed(config_.metric, now);
   if (!observed) {
-    d.desired_pods = ready_pods;
     d.decider_pods = ready_pods;
+    d.desired_pods = bounds_.hold(ready_pods);
     d.panicking = decider_.panicking();
     return d;
   }

@@ -14,6 +14,7 @@ namespace sluice::autoscaler {
 
 struct Decision {
   bool valid = false;            // false: no stat in the last stable window, so keep the current scale
+                                 // (within min/max scale, and initial scale until first reached)
   double observed_stable = 0;    // the scaling metric over the stable window
   double observed_panic = 0;     // ... and over the panic window
   std::int32_t ready_pods = 0;

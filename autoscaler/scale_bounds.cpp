@@ -17,14 +17,20 @@ ScaleBounds::ScaleBounds(const AutoscalerConfig& config)
                                               config.scale_to_zero_pod_retention_period)
                                    : config.scale_to_zero_grace_period) {}
 
-std::int32_t ScaleBounds::apply(TimePoint now, std::int32_t desired, std::int32_t ready_pods) {
+std::int32_t ScaleBounds::bounded(std::int32_t desired, std::int32_t ready_pods) {
   if (!initialized_ && ready_pods >= initial_scale_) initialized_ = true;
   std::int32_t floor = min_scale_;
   // Until the initial scale was reached once, it acts as a minimum (unless the revision is unreachable).
   if (initial_scale_ > 1 && !initialized_ && reachable_) floor = std::max(floor, initial_scale_);
   if (desired < floor) desired = floor;
   if (max_scale_ != 0 && desired > max_scale_) desired = max_scale_;
+  return desired;
+}
 
+std::int32_t ScaleBounds::hold(std::int32_t ready_pods) { return bounded(ready_pods, ready_pods); }
+
+std::int32_t ScaleBounds::apply(TimePoint now, std::int32_t desired, std::int32_t ready_pods) {
+  desired = bounded(desired, ready_pods);
   if (desired != 0) {
     zero_wanted_since_.reset();
     return desired;

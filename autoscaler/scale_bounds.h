@@ -16,6 +16,10 @@ class ScaleBounds {
   // The scale to apply for the decider's `desired` at `now`, with `ready_pods` ready.
   std::int32_t apply(TimePoint now, std::int32_t desired, std::int32_t ready_pods);
 
+  // The scale to keep while there is no metric data: `ready_pods`, but within min/max scale and not below
+  // an initial scale not yet reached (Knative applies those bounds while a revision is activating).
+  std::int32_t hold(std::int32_t ready_pods);
+
   // True once the scale target reached the initial scale (from then on initial-scale no longer applies).
   bool initialized() const { return initialized_; }
 
@@ -24,6 +28,8 @@ class ScaleBounds {
   bool enable_scale_to_zero_;
   bool reachable_;
   Duration zero_after_;                     // max(grace period, pod retention period)
+  std::int32_t bounded(std::int32_t desired, std::int32_t ready_pods);
+
   bool initialized_ = false;
   std::optional<TimePoint> zero_wanted_since_;
 };

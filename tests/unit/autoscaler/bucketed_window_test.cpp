@@ -40,6 +40,15 @@ TEST(BucketedWindow, ShortHoleDropsTheBucketsThatFellOut) {
   EXPECT_DOUBLE_EQ(w.average(kStart + 6s), (15.0 - 1 - 2 + 91) / 5);
 }
 
+TEST(BucketedWindow, AWriteAfterALongerHoleClearsEverySkippedBucket) {
+  BucketedWindow w(5s, 1s);
+  for (int i = 0; i < 5; ++i) w.record(kStart + std::chrono::seconds(i), i + 1);
+  // Knative's TestTimedFloat64BucketsHoles: a write at +8 s clears the slots of +5..+8, which held the
+  // values of +0..+3; 5 (at +4) and the new 2 remain, averaged over the whole window.
+  w.record(kStart + 8s, 2);
+  EXPECT_DOUBLE_EQ(w.average(kStart + 8s), (5.0 + 2) / 5);
+}
+
 TEST(BucketedWindow, AWholeWindowWithoutDataReadsZeroAndRestarts) {
   BucketedWindow w(5s, 1s);
   for (int i = 0; i < 5; ++i) w.record(kStart + std::chrono::seconds(i), i + 1);

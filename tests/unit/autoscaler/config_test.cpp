@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "autoscaler/config_text.h"
+#include "autoscaler/decider.h"
 #include "autoscaler/go_duration.h"
 #include "common/config_error.h"
 
@@ -30,7 +31,9 @@ TEST(AutoscalerConfig, DefaultsAreKnatives) {
   const AutoscalerConfig c = config_from_data({});
   EXPECT_TRUE(c.enable_scale_to_zero);
   EXPECT_EQ(c.container_concurrency_target_default, 100);
-  EXPECT_DOUBLE_EQ(c.target_utilization, 0.7);
+  EXPECT_DOUBLE_EQ(c.container_concurrency_target_fraction, 0.7);
+  EXPECT_DOUBLE_EQ(c.rps_target_utilization, 0.7);
+  EXPECT_FALSE(c.target_utilization_percentage.has_value());
   EXPECT_EQ(c.rps_target_default, 200);
   EXPECT_EQ(c.max_scale_up_rate, 1000);
   EXPECT_EQ(c.max_scale_down_rate, 2);
@@ -72,7 +75,7 @@ TEST(AutoscalerConfig, ReadsKnativeKeyNames) {
   });
   EXPECT_FALSE(c.enable_scale_to_zero);
   EXPECT_EQ(c.container_concurrency_target_default, 50);
-  EXPECT_DOUBLE_EQ(c.target_utilization, 0.8);
+  EXPECT_EQ(c.target_utilization_percentage, 80);
   EXPECT_EQ(c.rps_target_default, 300);
   EXPECT_EQ(c.max_scale_up_rate, 10);
   EXPECT_EQ(c.max_scale_down_rate, 4);
@@ -93,10 +96,25 @@ TEST(AutoscalerConfig, ReadsKnativeKeyNames) {
 }
 
 TEST(AutoscalerConfig, ConfigMapPercentageAcceptsLegacyFractions) {
-  EXPECT_DOUBLE_EQ(config_from_data({{"container-concurrency-target-percentage", "0.5"}}).target_utilization,
-                   0.5);
-  EXPECT_DOUBLE_EQ(config_from_data({{"container-concurrency-target-percentage", "85"}}).target_utilization,
-                   0.85);
+  const auto fraction = [](const char* text) {
+    return config_from_data({{"container-concurrency-target-percentage", text}})
+        .container_concurrency_target_fraction;
+  };
+  EXPECT_DOUBLE_EQ(fraction("0.5"), 0.5);
+  EXPECT_DOUBLE_EQ(fraction("85"), 0.85);
+}
+
+TEST(AutoscalerConfig, ConfigMapPercentageIsForConcurrencyAndTheAnnotationKeyForBoth) {
+  // Knative: container-concurrency-target-percentage sets the concurrency utilization only; RPS keeps its
+  // fixed 0.7 unless the revision's target-utilization-percentage says otherwise, for either metric.
+  ConfigData data = {{"container-concurrency-target-percentage", "50"}};
+  EXPECT_DOUBLE_EQ(decider_spec(config_from_data(data)).target_value, 50);  // 100 × 0.5
+  data["metric"] = "rps";
+  EXPECT_DOUBLE_EQ(decider_spec(config_from_data(data)).target_value, 140);  // 200 × 0.7
+  data["target-utilization-percentage"] = "90";
+  EXPECT_DOUBLE_EQ(decider_spec(config_from_data(data)).target_value, 180);  // 200 × 0.9
+  data.erase("metric");
+  EXPECT_DOUBLE_EQ(decider_spec(config_from_data(data)).target_value, 90);  // 100 × 0.9
 }
 
 TEST(AutoscalerConfig, ErrorsNameTheKeyTheValueAndTheRange) {
@@ -115,7 +133,8 @@ TEST(AutoscalerConfig, ErrorsNameTheKeyTheValueAndTheRange) {
   EXPECT_THAT(error_of({{"panic-window-percentage", "0.5"}}), HasSubstr("[1, 100]"));
   EXPECT_THAT(error_of({{"panic-threshold-percentage", "100"}}), HasSubstr("[110, 1000]"));
   EXPECT_THAT(error_of({{"target-utilization-percentage", "0.5"}}),
-              AllOf(HasSubstr("target-utilization-percentage"), HasSubstr("[1, 100]")));
+              AllOf(HasSubstr("target-utilization-percentage"), HasSubstr("'0.5'"), HasSubstr("[1, 100]")));
+  EXPECT_THAT(error_of({{"target-utilization-percentage", "0"}}), HasSubstr("[1, 100]"));
   EXPECT_THAT(error_of({{"container-concurrency-target-percentage", "120"}}), HasSubstr("(0, 100]"));
   EXPECT_THAT(error_of({{"enable-scale-to-zero", "yes"}}), HasSubstr("true or false"));
   EXPECT_THAT(error_of({{"metric", "cpu"}}), AllOf(HasSubstr("metric"), HasSubstr("concurrency or rps")));

@@ -136,6 +136,46 @@ TEST(Decider, StableModeFollowsTheStableValue) {
   EXPECT_FALSE(d.panicking());
 }
 
+TEST(Decider, StableModeIncreaseIsNotHeldBackByAQuietPanicWindow) {
+  // Knative's StableModeIncreaseWithConcurrencyDefault: the panic value (10) is below the stable one.
+  Decider d(knative_test_spec(10, 101), 1, kT0);
+  ScaleResult r = d.decide(kT0, 50, 10, 1);
+  EXPECT_EQ(r.desired_pod_count, 5);
+  EXPECT_EQ(r.excess_burst_capacity, -98);  // floor(13.33 − 101 − 10)
+  EXPECT_FALSE(r.panicking);                // ceil(10 / 10) = 1 pod < 2 × 1
+  r = d.decide(kT0, 100, 10, 1);
+  EXPECT_EQ(r.desired_pod_count, 10);
+  EXPECT_EQ(r.excess_burst_capacity, -98);
+}
+
+TEST(Decider, StableModeIncreaseWithRpsValues) {
+  // Knative's StableModeIncreaseWithRPS: 50 → 5 pods, then stable 100 / panic 99 → 10 pods.
+  Decider d(knative_test_spec(10, 101), 1, kT0);
+  ScaleResult r = d.decide(kT0, 50, 50, 1);
+  EXPECT_EQ(r.desired_pod_count, 5);
+  EXPECT_EQ(r.excess_burst_capacity, -138);  // floor(13.33 − 101 − 50)
+  r = d.decide(kT0, 100, 99, 1);
+  EXPECT_EQ(r.desired_pod_count, 10);
+  EXPECT_EQ(r.excess_burst_capacity, -187);  // floor(13.33 − 101 − 99)
+}
+
+TEST(Decider, NoReadyPodsCountAsOneForTheRatesAndZeroForCapacity) {
+  // Knative's UseOnePodAsMinimumIfEndpointsNotFound: 100 pods wanted, 10 × max(0, 1) allowed; the
+  // burst capacity uses the real count, 0: floor(0 − 81 − 888).
+  Decider d(knative_test_spec(10, 81), 0, kT0);
+  const ScaleResult r = d.decide(kT0, 1000, 888, 0);
+  EXPECT_EQ(r.desired_pod_count, 10);
+  EXPECT_EQ(r.excess_burst_capacity, -969);
+}
+
+TEST(Decider, NoLoadAtOnePodWantsZero) {
+  // Knative's AutoscalerNoDataAtZeroNoAutoscale: zero values, one pod: 0 wanted (floor(1 / 10) allows it).
+  Decider d(knative_test_spec(10, 100), 1, kT0);
+  const ScaleResult r = d.decide(kT0, 0, 0, 1);
+  EXPECT_EQ(r.desired_pod_count, 0);
+  EXPECT_EQ(r.excess_burst_capacity, -87);  // floor(13.33 − 100 − 0)
+}
+
 TEST(Decider, NoTrafficWantsZero) {
   Decider d(knative_test_spec(10, 75), 1, kT0);
   EXPECT_EQ(d.decide(kT0, 1, 0, 1).desired_pod_count, 1);

@@ -137,6 +137,24 @@ TEST(Kpa, TrafficDuringTheGracePeriodCancelsScaleToZero) {
   EXPECT_EQ(d.at(36).desired_pods, 0);
 }
 
+TEST(Kpa, ScaleDownDelayHoldsTheHighestCountOfTheDelayWindow) {
+  AutoscalerConfig config;
+  config.stable_window = 6s;                  // small windows: the arithmetic stays short
+  config.panic_threshold_percentage = 1000;   // keep panic out of the way
+  const auto load = [](int t) { return concurrency(t < 12 ? 280 : 0); };  // 4 pods' worth, then idle
+  Drive plain(config, 1);
+  const auto p = plain.run(0, 22, load);
+  EXPECT_EQ(p.at(12).desired_pods, 4);  // (5 × 280 + 0) / 6 = 233.3 → 4
+  EXPECT_EQ(p.at(14).desired_pods, 2);  // 3 × 280 / 6 = 140 → 2, and 4 / 2 allows it
+  config.scale_down_delay = 10s;        // 5 ticks of 2 s
+  Drive delayed(config, 1);
+  const auto d = delayed.run(0, 22, load);
+  // The 4 wanted at t=12 holds until it is 5 ticks old; by then 2 is the largest count in the window.
+  EXPECT_EQ(d.at(14).desired_pods, 4);
+  EXPECT_EQ(d.at(20).desired_pods, 4);
+  EXPECT_EQ(d.at(22).desired_pods, 2);
+}
+
 TEST(Kpa, ScaleToZeroDisabledKeepsOnePod) {
   AutoscalerConfig config;
   config.enable_scale_to_zero = false;
@@ -169,6 +187,22 @@ TEST(Kpa, InitialScaleHoldsUntilReachedOnce) {
   EXPECT_EQ(kpa.decide(at(2), 3).desired_pods, 1);
 }
 
+TEST(Kpa, WithoutDataANewServiceStillGetsItsInitialAndMinScale) {
+  AutoscalerConfig initial;
+  initial.initial_scale = 3;
+  Kpa a(initial, 0, at(0));
+  Decision d = a.decide(at(0), 0);  // no stat yet
+  EXPECT_FALSE(d.valid);
+  EXPECT_EQ(d.desired_pods, 3);
+  AutoscalerConfig bounded;
+  bounded.min_scale = 2;
+  bounded.max_scale = 4;
+  Kpa b(bounded, 0, at(0));
+  EXPECT_EQ(b.decide(at(0), 0).desired_pods, 2);
+  EXPECT_EQ(b.decide(at(2), 3).desired_pods, 3);  // within the bounds: the current scale is kept
+  EXPECT_EQ(b.decide(at(4), 6).desired_pods, 4);
+}
+
 TEST(Kpa, ActivationScaleStartsSeveralPodsForAnyRequest) {
   AutoscalerConfig config;
   config.activation_scale = 3;
@@ -188,6 +222,30 @@ TEST(Kpa, RpsModeScalesOnRequestsPerSecond) {
   const Decision d = kpa.decide(at(0), 1);
   EXPECT_DOUBLE_EQ(d.observed_stable, 400);
   EXPECT_EQ(d.desired_pods, 3);  // 400 / (200 × 0.7) = 2.86
+}
+
+TEST(Kpa, RpsModePanicsOnARequestRateStep) {
+  AutoscalerConfig config;
+  config.metric = ScalingMetric::rps;  // 200 × 0.7 = 140 requests/s per pod
+  Kpa kpa(config, 1, at(0));
+  const auto rps = [](double r) {
+    Stat s;
+    s.request_count = r;
+    s.average_concurrent_requests = 0.5;  // would never panic on concurrency
+    return s;
+  };
+  for (int t = 0; t < 10; ++t) kpa.record(at(t), rps(140));
+  Decision d = kpa.decide(at(9), 1);
+  EXPECT_EQ(d.desired_pods, 1);
+  EXPECT_FALSE(d.panicking);
+  kpa.record(at(10), rps(1400));
+  d = kpa.decide(at(10), 1);
+  // Panic window (6 s): (5 × 140 + 1400) / 6 = 350 → 3 pods ≥ 2 × 1: panic. Stable: (10 × 140 + 1400) / 11
+  // = 254.5 → 2 pods; in panic the larger count wins.
+  EXPECT_DOUBLE_EQ(d.observed_panic, 350);
+  EXPECT_DOUBLE_EQ(d.observed_stable, 254.545455);
+  EXPECT_TRUE(d.panicking);
+  EXPECT_EQ(d.desired_pods, 3);
 }
 
 TEST(Kpa, LoadThroughTheActivatorIsCountedOnce) {

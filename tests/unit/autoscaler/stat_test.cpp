@@ -31,8 +31,10 @@ TEST(ScrapeSampleSize, ScrapesEveryPodUpToThreeThenASample) {
   EXPECT_EQ(scrape_sample_size(3), 3u);
   // X = 1.96² × 100 / 5² = 15.3664; n = ceil(N·X / (N + X − 1)).
   EXPECT_EQ(scrape_sample_size(4), 4u);     // 61.47 / 18.37 = 3.35
+  EXPECT_EQ(scrape_sample_size(5), 4u);     // 76.83 / 19.37 = 3.97 (Knative's vector)
   EXPECT_EQ(scrape_sample_size(10), 7u);    // 153.66 / 24.37 = 6.31
   EXPECT_EQ(scrape_sample_size(100), 14u);  // 1536.6 / 114.37 = 13.44
+  EXPECT_EQ(scrape_sample_size(1000), 16u);  // 15366.4 / 1014.37 = 15.15
 }
 
 }  // namespace
