@@ -62,6 +62,8 @@ struct Stream {
   bool closed = false;        // nghttp2 closed the stream
   bool reset = false;         // closed before the exchange ended (RST_STREAM, GOAWAY, timeout)
   bool timed_out = false;
+  bool response_started = false;  // the head went to nghttp2: only the whole-request timeout applies now
+  Clock::time_point request_deadline = Clock::time_point::max();
 
   beast::flat_buffer request_body;  // received from the client, not yet written to the app
   beast::flat_buffer request_sending;  // being written to the app (request_body keeps filling meanwhile)
@@ -379,8 +381,16 @@ void Session::launch(std::shared_ptr<Stream> s) {
 }
 
 asio::awaitable<void> Session::stream_deadline(std::shared_ptr<Stream> s) {
-  auto [ec] = co_await s->deadline->async_wait(use_nothrow);
-  if (ec || s->closed || s->response_done) co_return;  // cancelled: the exchange ended in time
+  while (true) {
+    auto [ec] = co_await s->deadline->async_wait(use_nothrow);
+    if (ec || s->closed || s->response_done) co_return;  // cancelled: the exchange ended in time
+    // The response-start deadline is moot once the response started; the whole-request one is not.
+    if (s->response_started && Clock::now() < s->request_deadline) {
+      s->deadline->expires_at(s->request_deadline);
+      continue;
+    }
+    break;
+  }
   s->timed_out = true;
   if (s->upstream) {
     error_code ignore;
@@ -482,6 +492,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
       if (s.deadline) s.deadline->cancel();
     }
   } stop_deadline{*s};
+  if (config.timeouts.request.count() > 0) s->request_deadline = record.start + config.timeouts.request;
   if (deadline != Clock::time_point::max()) {
     s->deadline.emplace(socket_.get_executor(), deadline);
     asio::co_spawn(socket_.get_executor(), stream_deadline(s), asio::detached);
@@ -577,6 +588,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     co_return;
   }
   submit_head(*s, res.base(), up_framing != Framing::none);
+  s->response_started = true;
 
   // Response body: read from the app only while the buffer toward the client has room.
   std::uint64_t remaining = up_framing == Framing::length ? parser.content_length().value_or(0) : 0;

@@ -104,6 +104,18 @@ TEST(H2Timeouts, RequestTimeoutBeforeTheResponseIs504) {
   EXPECT_EQ(r.out, "request timeout\n 504");
 }
 
+TEST(H2Timeouts, ResponseStartTimeoutDoesNotCutAResponseThatStarted) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "1"}}}};
+  // 8 pieces, 300 ms apart: the response starts at once and lasts ~2.4 s, past the 1 s limit.
+  auto r = curl({"--http2-prior-knowledge", "-w", " %{http_code}", sidecar.url("/slow-body/8/300")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.ends_with(" 200")) << r.out;
+  auto late = curl({"--http2-prior-knowledge", "-w", " %{http_code}", sidecar.url("/delay/3000")});
+  EXPECT_EQ(late.out, "request timeout\n 504");
+}
+
 TEST(H2Limits, PlainPortWithoutH2cSpeaksOnlyHttp11) {
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_H2C", "false"}}}};
