@@ -39,7 +39,8 @@ std::vector<OptionSpec> sidecar_options() {
       {"OBSERVABILITY_CONFIG", "observability-config", false, "Knative >= 1.19 JSON (enableRequestLog, ...)"},
       {"SLUICE_WORKERS", "workers", false, "worker threads, 0 = one per CPU (default 0)"},
       {"SLUICE_LISTEN_ADDRESS", "listen-address", false, "address to listen on (default 0.0.0.0; :: for dual stack)"},
-      {"SLUICE_H2C", "h2c", false, "HTTP/2 on the plain port, by prior knowledge and Upgrade: h2c (default true)"},
+      {"SLUICE_PLAIN_PROTOCOLS", "plain-protocols", false,
+       "what the plain port speaks: auto (HTTP/1.1 and h2c, by prior knowledge or Upgrade), http1 or h2c (default auto)"},
       {"SLUICE_MAX_HEADER_BYTES", "max-header-bytes", false, "request line + headers (default 65536; 431 beyond)"},
       {"SLUICE_MAX_HEADER_COUNT", "max-header-count", false, "header fields per request (default 100; 431 beyond)"},
       {"SLUICE_MAX_BODY_BYTES", "max-body-bytes", false, "request body, 0 = unlimited (default 0; 413 beyond)"},
@@ -254,7 +255,11 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
       throw ConfigError("SLUICE_LISTEN_ADDRESS=\"" + c.proxy.listen_address +
                         "\": expected an IPv4 or IPv6 address");
   }
-  c.proxy.h2c = o.get_bool("SLUICE_H2C", true);
+  auto plain = o.get_string("SLUICE_PLAIN_PROTOCOLS", "auto");
+  if (plain == "auto") c.proxy.plain_protocols = proxy::ProxyConfig::PlainProtocols::http1_and_h2c;
+  else if (plain == "http1") c.proxy.plain_protocols = proxy::ProxyConfig::PlainProtocols::http1;
+  else if (plain == "h2c") c.proxy.plain_protocols = proxy::ProxyConfig::PlainProtocols::h2c;
+  else throw ConfigError("SLUICE_PLAIN_PROTOCOLS=\"" + plain + "\": expected auto, http1 or h2c");
   auto& l = c.proxy.limits;
   l.max_header_bytes = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_BYTES", 65536, 1024, 16 << 20));
   l.max_header_count = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_COUNT", 100, 1, 100000));

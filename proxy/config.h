@@ -53,7 +53,9 @@ struct ProxyConfig {
   std::size_t io_buffer_bytes = 64 * 1024;   // body relay buffer per direction per exchange
   Limits limits;
   Timeouts timeouts;
-  bool h2c = true;  // HTTP/2 on the plain port (prior knowledge and Upgrade); false: HTTP/1.1 only
+  // What the plain port speaks: both (HTTP/1.1, h2c by prior knowledge and by Upgrade), or one only.
+  enum class PlainProtocols { http1_and_h2c, http1, h2c };
+  PlainProtocols plain_protocols = PlainProtocols::http1_and_h2c;
   std::size_t container_concurrency = 0;  // 0 = no breaker
   std::size_t queue_depth = 0;            // waiting requests beyond the concurrency (Knative: 10x)
   ReadinessProbeConfig readiness;

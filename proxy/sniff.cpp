@@ -29,12 +29,23 @@ std::string peer_of(const tcp::socket& s, const std::string& address) {
              : address + ":" + std::to_string(ep.port());
 }
 
+// An HTTP/1.1 client on a port declared h2c: one clear answer, then close.
+asio::awaitable<void> refuse_http1(tcp::socket& socket) {
+  static constexpr std::string_view k505 =
+      "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain; charset=utf-8\r\n"
+      "Content-Length: 44\r\nConnection: close\r\n\r\nthis port speaks HTTP/2 (h2c) only, not 1.x\n";
+  co_await asio::async_write(socket, asio::buffer(k505), use_nothrow);
+  error_code ignore;
+  socket.shutdown(tcp::socket::shutdown_both, ignore);
+}
+
 }  // namespace
 
 asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   using namespace asio::experimental::awaitable_operators;
   const std::string nothing;
-  if (!worker.config.h2c) {
+  const auto protocols = worker.config.plain_protocols;
+  if (protocols == ProxyConfig::PlainProtocols::http1) {
     co_await h1::serve(worker, socket, nothing);
     co_return;
   }
@@ -48,6 +59,10 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   if (n <= 0) co_return;
   std::string_view seen(head, static_cast<std::size_t>(n));
   if (!preface.starts_with(seen)) {
+    if (protocols == ProxyConfig::PlainProtocols::h2c) {
+      co_await refuse_http1(socket);
+      co_return;
+    }
     co_await h1::serve(worker, socket, nothing);
     co_return;
   }
@@ -67,6 +82,8 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   if (got == preface) {
     h2::Handover handover{.socket = std::move(socket), .initial_bytes = std::move(got)};
     co_await h2::serve(worker, handover, address, peer);
+  } else if (protocols == ProxyConfig::PlainProtocols::h2c) {
+    co_await refuse_http1(socket);
   } else {
     co_await h1::serve(worker, socket, got);
   }

@@ -181,7 +181,7 @@ asio::awaitable<bool> Connection::upgrade_to_h2c(RequestParser& parser, Framing 
   constexpr std::uint64_t kMaxUpgradeBody = 64 * 1024;
   auto& req = parser.get();
   auto connection = req[http::field::connection];
-  if (!worker_.config.h2c || !iequals(req[http::field::upgrade], "h2c") ||
+  if (worker_.config.plain_protocols != ProxyConfig::PlainProtocols::http1_and_h2c || !iequals(req[http::field::upgrade], "h2c") ||
       !listed_in_connection(connection, "upgrade") || !listed_in_connection(connection, "http2-settings") ||
       req.count(http::field::http2_settings) != 1 || body == Framing::chunked)
     co_return false;

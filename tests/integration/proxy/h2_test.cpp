@@ -118,12 +118,23 @@ TEST(H2Timeouts, ResponseStartTimeoutDoesNotCutAResponseThatStarted) {
 
 TEST(H2Limits, PlainPortWithoutH2cSpeaksOnlyHttp11) {
   Backend backend;
-  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_H2C", "false"}}}};
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_PLAIN_PROTOCOLS", "http1"}}}};
   auto up = curl({"--http2", "-sv", sidecar.url("/")});
   EXPECT_EQ(up.err.find("101 Switching Protocols"), std::string::npos) << up.err;
   EXPECT_NE(up.err.find("< HTTP/1.1 200"), std::string::npos) << up.err;
   auto pk = curl({"--http2-prior-knowledge", sidecar.url("/")});
   EXPECT_NE(pk.exit_code, 0);
+}
+
+TEST(H2Limits, PlainPortDeclaredH2cAnswersHttp11With505) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_PLAIN_PROTOCOLS", "h2c"}}}};
+  auto h1 = curl({"-w", " %{http_code}", sidecar.url("/")});
+  EXPECT_EQ(h1.out, "this port speaks HTTP/2 (h2c) only, not 1.x\n 505");
+  auto up = curl({"--http2", "-sv", sidecar.url("/")});
+  EXPECT_EQ(up.err.find("101 Switching Protocols"), std::string::npos) << up.err;
+  auto pk = curl({"--http2-prior-knowledge", "-w", " %{http_code}", sidecar.url("/")});
+  EXPECT_EQ(pk.out, "Hello from sluice-demo-app\n 200");
 }
 
 TEST(H2Drain, SigtermUnderH2LoadLosesNothingAndExitsZero) {
