@@ -403,6 +403,8 @@ asio::awaitable<void> Session::stream_deadline(std::shared_ptr<Stream> s) {
 asio::awaitable<void> Session::pump_request(Stream& stream, UpstreamConnection& up, Framing framing,
                                             error_code& result) {
   auto* s = &stream;
+  const auto max_body = worker_.config.limits.max_body_bytes;
+  std::uint64_t total = 0;
   while (true) {
     while (s->request_body.size() == 0 && !s->request_done && !s->reset && !s->timed_out)
       co_await s->request_data.wait();
@@ -411,6 +413,12 @@ asio::awaitable<void> Session::pump_request(Stream& stream, UpstreamConnection& 
       co_return;
     }
     std::size_t n = s->request_body.size();
+    total += n;
+    if (max_body && total > max_body) {  // a body without a length that grew past the limit
+      result = http::error::body_limit;
+      reset_stream(*s, NGHTTP2_CANCEL);
+      co_return;
+    }
     if (n > 0) {
       // Write from a buffer the callbacks do not touch: DATA frames keep arriving meanwhile.
       std::swap(s->request_body, s->request_sending);
@@ -507,6 +515,13 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
   Framing framing = s->request_done && s->request_body.size() == 0 ? Framing::none
                     : content_length                                ? Framing::length
                                                                     : Framing::chunked;
+  const auto max_body = config.limits.max_body_bytes;
+  if (max_body && content_length && *content_length > max_body) {
+    record.status = 413;
+    submit_local(*s, {.status = 413, .body = "request body too large"});
+    co_await finish();
+    co_return;
+  }
   std::string head;
   h1::RequestRewrite rw{.peer_address = peer_address_, .scheme = worker_.scheme,
                         .request_ids = &worker_.request_ids};

@@ -137,6 +137,21 @@ TEST(H2Limits, PlainPortDeclaredH2cAnswersHttp11With505) {
   EXPECT_EQ(pk.out, "Hello from sluice-demo-app\n 200");
 }
 
+TEST(H2Limits, BodiesOverTheLimitAreRefused) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_MAX_BODY_BYTES", "100000"}}}};
+  auto file = std::string(::testing::TempDir()) + "/h2-limit.bin";
+  ASSERT_EQ(run_command({"sh", "-c", "head -c 200000 /dev/zero > " + file}).exit_code, 0);
+  auto declared = curl({"--http2-prior-knowledge", "-w", " %{http_code}", "--data-binary", "@" + file,
+                        sidecar.url("/sink")});
+  EXPECT_EQ(declared.out, "request body too large\n 413");
+  // Without a declared length the stream is reset once the body passes the limit.
+  auto streamed = run_command({"sh", "-c", "curl -sS --max-time 10 --http2-prior-knowledge -T - -X POST " +
+                                               sidecar.url("/sink") + " < " + file});
+  EXPECT_NE(streamed.exit_code, 0) << streamed.out;
+  EXPECT_EQ(streamed.out.find("200000"), std::string::npos) << streamed.out;
+}
+
 TEST(H2Drain, SigtermUnderH2LoadLosesNothingAndExitsZero) {
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "500"}}}};
