@@ -15,6 +15,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The lite runtime has no DebugString.
+std::string describe(const sluice::metrics::wire::Stat& s) {
+  return "concurrency=" + std::to_string(s.average_concurrent_requests()) +
+         " proxied=" + std::to_string(s.average_proxied_concurrent_requests()) +
+         " rps=" + std::to_string(s.request_count()) + " uptime=" + std::to_string(s.process_uptime());
+}
+
 class Stats : public ::testing::Test {
  protected:
   Backend backend;
@@ -46,7 +53,7 @@ TEST_F(Stats, TwoRequestsInFlightForAWholePeriodAverageTwo) {
   auto b = held_request();
   // The first period fully inside the two requests' lifetime reports 2.
   EXPECT_TRUE(eventually([&] { return std::abs(stat().average_concurrent_requests() - 2.0) <= 0.05; }, 5s))
-      << stat().DebugString();
+      << describe(stat());
   auto s = stat();
   EXPECT_EQ(s.pod_name(), "demo-00001-pod");
   EXPECT_EQ(s.average_proxied_concurrent_requests(), 0.0);
@@ -81,7 +88,7 @@ TEST_F(Stats, ActivatorRequestsCountAsProxied) {
     auto s = stat();
     return std::abs(s.average_proxied_concurrent_requests() - 1.0) <= 0.05 &&
            std::abs(s.average_concurrent_requests() - 1.0) <= 0.05;
-  }, 5s)) << stat().DebugString();
+  }, 5s)) << describe(stat());
   release(*a);
 }
 

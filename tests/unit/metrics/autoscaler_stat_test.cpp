@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "metrics/stat.pb.h"
 
 namespace sluice::metrics {
@@ -26,6 +29,27 @@ TEST(AutoscalerStat, ProtobufDecodesToTheSampleWithRatesPerSecond) {
   EXPECT_DOUBLE_EQ(stat.proxied_request_count(), 3.0);
   EXPECT_DOUBLE_EQ(stat.process_uptime(), 42.0);
   EXPECT_EQ(stat.timestamp(), 0);  // queue-proxy never sets it
+}
+
+TEST(AutoscalerStat, HandWrittenBytesAreWhatProtocsCodeWrites) {
+  PodIdentity long_name = kPod;
+  long_name.pod = std::string(200, 'x');  // a length that needs a two-byte varint
+  std::vector<std::pair<PodIdentity, StatSample>> cases = {
+      {kPod, sample()},
+      {kPod, StatSample{}},  // every double at its default: left out
+      {PodIdentity{}, StatSample{.period = {.average_concurrency = 1e-300, .seconds = 1}, .uptime_seconds = 3.5}},
+      {long_name, StatSample{.period = {.requests = 7, .seconds = 0.5}, .uptime_seconds = 1e9}},
+  };
+  for (const auto& [pod, s] : cases) {
+    wire::Stat generated;
+    generated.set_pod_name(pod.pod);
+    generated.set_average_concurrent_requests(s.period.average_concurrency);
+    generated.set_average_proxied_concurrent_requests(s.period.average_proxied_concurrency);
+    generated.set_request_count(s.requests_per_second());
+    generated.set_proxied_request_count(s.proxied_requests_per_second());
+    generated.set_process_uptime(s.uptime_seconds);
+    EXPECT_EQ(encode_stat_protobuf(pod, s), generated.SerializeAsString()) << pod.pod.size();
+  }
 }
 
 TEST(AutoscalerStat, ProtobufFitsTheAutoscalersReadLimit) {
