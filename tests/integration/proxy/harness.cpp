@@ -6,7 +6,11 @@
 #include <arpa/inet.h>
 #include <poll.h>
 
+#include <csignal>
 #include <cstring>
+#include <future>
+
+#include "tests/support/eventually.h"
 #include <stdexcept>
 
 namespace sluice::test {
@@ -69,51 +73,6 @@ CommandResult curl(std::vector<std::string> args, int max_time_seconds) {
   return run_command(argv, std::chrono::seconds(max_time_seconds + 10));
 }
 
-std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout,
-                         const std::string& host) {
-  bool v6 = host.find(':') != std::string::npos;
-  int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket");
-  int rc;
-  if (v6) {
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET6, host.c_str(), &a.sin6_addr);
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  } else {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    inet_pton(AF_INET, host.c_str(), &a.sin_addr);
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  }
-  if (rc != 0) {
-    ::close(fd);
-    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
-  }
-  std::size_t off = 0;
-  while (off < bytes.size()) {
-    auto n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += static_cast<std::size_t>(n);
-  }
-  std::string out;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[65536];
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 namespace {
 
 int connect_to(int port, const std::string& host) {
@@ -143,6 +102,32 @@ int connect_to(int port, const std::string& host) {
 }
 
 }  // namespace
+
+std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout,
+                         const std::string& host) {
+  int fd = connect_to(port, host);
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    auto n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[65536];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 
 RawClient::RawClient(int port, const std::string& host) : fd_(connect_to(port, host)) {}
 
@@ -199,6 +184,20 @@ std::optional<double> prometheus_value(const std::string& text, const std::strin
     pos = end;
   }
   return std::nullopt;
+}
+
+long app_requests(const Backend& backend) {
+  auto stats = body_of(http_get(backend.port, "/stats"));
+  auto n = stats.find("requests=");
+  return n == std::string::npos ? -1 : std::stol(stats.substr(n + 9));
+}
+
+LoadUnderSigterm load_then_sigterm(const Backend& backend, Sidecar& sidecar, std::vector<std::string> load_argv,
+                                   long sigterm_after) {
+  auto load = std::async(std::launch::async, [&] { return run_command(load_argv, std::chrono::seconds(60)); });
+  bool reached = eventually([&] { return app_requests(backend) > sigterm_after; }, std::chrono::seconds(20));
+  sidecar.process->signal(SIGTERM);
+  return {load.get(), reached};
 }
 
 std::size_t count_of(const std::string& haystack, const std::string& needle) {

@@ -74,6 +74,18 @@ std::string body_of(const std::string& response);
 std::optional<double> prometheus_value(const std::string& text, const std::string& name,
                                        const std::string& label_fragment = "");
 
+// Requests the demo app has served so far (its /stats, which counts itself), or -1.
+long app_requests(const Backend& backend);
+
+// Runs a bounded load command (h2load, ...) and sends SIGTERM to the sidecar once the app has served
+// more than `sigterm_after` requests.
+struct LoadUnderSigterm {
+  CommandResult load;
+  bool signalled_under_load = false;  // false: the load never got that far, the signal came after
+};
+LoadUnderSigterm load_then_sigterm(const Backend& backend, Sidecar& sidecar, std::vector<std::string> load_argv,
+                                   long sigterm_after);
+
 // Counts non-overlapping occurrences.
 std::size_t count_of(const std::string& haystack, const std::string& needle);
 

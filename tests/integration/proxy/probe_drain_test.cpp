@@ -132,18 +132,8 @@ TEST(Drain, UnderKeepAliveLoadNoRequestFailsAndTheProcessExitsZero) {
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "500"}}}};
   constexpr int kRequests = 30000;
-  auto load = std::async(std::launch::async, [&] {
-    return run_command({"h2load", "--h1", "-c50", "-n" + std::to_string(kRequests), sidecar.url("/")},
-                       60s);
-  });
-  // SIGTERM while the load runs: once the app has served a tenth of it.
-  ASSERT_TRUE(eventually([&] {
-    auto stats = body_of(http_get(backend.port, "/stats"));
-    auto n = stats.find("requests=");
-    return n != std::string::npos && std::stol(stats.substr(n + 9)) > kRequests / 10;
-  }, 20s));
-  sidecar.process->signal(SIGTERM);
-  auto r = load.get();
+  auto [r, under_load] = load_then_sigterm(backend, sidecar, {"h2load", "--h1", "-c50", "-n" + std::to_string(kRequests), sidecar.url("/")}, kRequests / 10);
+  ASSERT_TRUE(under_load) << "the load ended before SIGTERM: " << r.out;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(std::to_string(kRequests) + " succeeded, 0 failed, 0 errored"), std::string::npos) << r.out;
   auto status = sidecar.process->wait_exit(10s);
