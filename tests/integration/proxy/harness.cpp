@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sys/wait.h>
 
 #include <csignal>
 #include <cstring>
@@ -184,6 +185,13 @@ std::optional<double> prometheus_value(const std::string& text, const std::strin
     pos = end;
   }
   return std::nullopt;
+}
+
+std::string exit_status(Process& p, std::chrono::milliseconds timeout) {
+  auto status = p.wait_exit(timeout);
+  if (!status) return "still running";
+  if (WIFEXITED(*status)) return "exited " + std::to_string(WEXITSTATUS(*status));
+  return "killed by signal " + std::to_string(WTERMSIG(*status));
 }
 
 long app_requests(const Backend& backend) {

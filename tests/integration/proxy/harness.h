@@ -74,6 +74,9 @@ std::string body_of(const std::string& response);
 std::optional<double> prometheus_value(const std::string& text, const std::string& name,
                                        const std::string& label_fragment = "");
 
+// How the process ended within `timeout`: "exited N", "killed by signal N", or "still running".
+std::string exit_status(Process& p, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
 // Requests the demo app has served so far (its /stats, which counts itself), or -1.
 long app_requests(const Backend& backend);
 
