@@ -1,13 +1,255 @@
-// Placeholder for the 'gateway' mode until its issue lands.
-#include <cstdio>
+// `sluice gateway`: a local serverless gateway. The proxy's workers take requests on :8080 and ask the
+// fleet for an instance of the service the Host names; the fleet starts instances on demand (holding
+// requests in its cold-start buffer meanwhile), scales them with each service's KPA, freezes idle ones,
+// and on SIGTERM/SIGINT the gateway drains: no new connections, in-flight and buffered requests finish,
+// then every instance is stopped (SIGTERM, grace, SIGKILL) and the process exits 0.
+#include <unistd.h>
 
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "app/gateway/config.h"
+#include "app/gateway/fleet.h"
+#include "app/gateway/status_view.h"
 #include "app/modes.h"
+#include "common/config_error.h"
+#include "common/log.h"
+#include "proxy/control_listener.h"
+#include "proxy/server.h"
 
 namespace sluice::app {
+namespace {
 
-int run_gateway(Args) {
-  std::fputs("sluice: the 'gateway' mode is not built yet\n", stderr);
-  return 2;
+namespace gw = sluice::app::gateway;
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+constexpr const char* kGatewayUsage =
+    "usage: sluice gateway [options] -- CMD ARGS...   one service on :8080, started on the first request\n"
+    "       sluice gateway [options] --config FILE    services from sluice.yaml (or a Procfile)\n"
+    "       sluice gateway --check FILE               validate FILE and exit\n"
+    "With neither, ./sluice.yaml or ./Procfile is used when present.\n"
+    "options:\n"
+    "  --listen [ADDR:]PORT   where requests arrive (default 127.0.0.1:8080)\n"
+    "  --admin [ADDR:]PORT    /.sluice/status and /metrics (default 127.0.0.1:8022; 0: any free port)\n"
+    "  --workers N            proxy worker threads (default: one per CPU)\n"
+    "  --status MODE          auto (table on a TTY, JSON lines otherwise), tty, json or none\n"
+    "  --throttle MECH        auto, cgroup2-freeze, cgroup2-cpu-max, cgroup1-freezer, cgroup1-cfs-quota,\n"
+    "                         sigstop or none (no throttling)\n"
+    "  --no-throttle          the one-liner's service runs unthrottled\n";
+
+struct Cli {
+  std::optional<gw::GatewayConfig> config;
+  bool check = false;
+  bool help = false;
+};
+
+std::pair<std::string, std::uint16_t> parse_host_port(const std::string& flag, const std::string& v,
+                                                      const std::string& default_host) {
+  std::string host = default_host, port = v;
+  if (auto colon = v.rfind(':'); colon != std::string::npos) {
+    host = v.substr(0, colon);
+    port = v.substr(colon + 1);
+  }
+  try {
+    size_t used = 0;
+    int x = std::stoi(port, &used);
+    if (!host.empty() && used == port.size() && x >= 0 && x <= 65535) return {host, static_cast<std::uint16_t>(x)};
+  } catch (const std::exception&) {
+  }
+  throw ConfigError("--" + flag + "=" + v + " is not [ADDRESS:]PORT");
+}
+
+Cli parse_cli(Args args) {
+  Cli cli;
+  std::vector<std::string> command;
+  std::string file;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  bool no_throttle = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a(args[i]);
+    if (a == "--") {
+      for (++i; i < args.size(); ++i) command.emplace_back(args[i]);
+      break;
+    }
+    if (a == "--help" || a == "-h") {
+      cli.help = true;
+      return cli;
+    }
+    if (a == "--no-throttle") {
+      no_throttle = true;
+      continue;
+    }
+    if (a.substr(0, 2) != "--") throw ConfigError("unexpected argument '" + a + "' (put the command after --)");
+    std::string name = a.substr(2), value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else {
+      if (i + 1 >= args.size()) throw ConfigError("--" + name + " needs a value");
+      value = std::string(args[++i]);
+    }
+    if (name == "config" || name == "check") {
+      file = value;
+      cli.check = cli.check || name == "check";
+    } else if (name == "listen" || name == "admin" || name == "workers" || name == "status" || name == "throttle") {
+      overrides.emplace_back(name, value);
+    } else {
+      throw ConfigError("unknown flag '--" + name + "'\n" + kGatewayUsage);
+    }
+  }
+  if (!command.empty() && !file.empty()) throw ConfigError("give either --config FILE or -- CMD ARGS, not both");
+  if (command.empty() && file.empty()) {
+    if (std::filesystem::exists("sluice.yaml")) file = "sluice.yaml";
+    else if (std::filesystem::exists("Procfile")) file = "Procfile";
+    else throw ConfigError(std::string("no command and no sluice.yaml or Procfile here\n") + kGatewayUsage);
+  }
+  gw::GatewayConfig g = file.empty() ? gw::one_liner(std::move(command)) : gw::load_file(file);
+  if (no_throttle)
+    for (auto& s : g.services) s.throttling = false;
+  for (const auto& [name, value] : overrides) {
+    if (name == "listen") std::tie(g.listen_address, g.port) = parse_host_port(name, value, g.listen_address);
+    else if (name == "admin") std::tie(g.admin_address, g.admin_port) = parse_host_port(name, value, g.admin_address);
+    else if (name == "status") {
+      if (value != "auto" && value != "tty" && value != "json" && value != "none")
+        throw ConfigError("--status=" + value + " is not auto, tty, json or none");
+      g.status_output = value;
+    } else if (name == "throttle") {
+      g.throttle_mechanism = value;
+    } else if (name == "workers") {
+      try {
+        size_t used = 0;
+        int n = std::stoi(value, &used);
+        if (used != value.size() || n < 0 || n > 256) throw std::out_of_range("workers");
+        g.workers = static_cast<unsigned>(n);
+      } catch (const std::exception&) {
+        throw ConfigError("--workers=" + value + " is not a number in [0, 256]");
+      }
+    }
+  }
+  cli.config = std::move(g);
+  return cli;
+}
+
+}  // namespace
+
+int run_gateway(Args args) {
+  Cli cli = parse_cli(args);
+  if (cli.help) {
+    std::fputs(kGatewayUsage, stdout);
+    return 0;
+  }
+  const gw::GatewayConfig& cfg = *cli.config;
+  if (cli.check) {
+    std::printf("%s: ok, %zu service%s:", cfg.source.c_str(), cfg.services.size(), cfg.services.size() == 1 ? "" : "s");
+    for (const auto& s : cfg.services) std::printf(" %s%s", s.name.c_str(), s.is_default ? " (default)" : "");
+    std::printf("\n");
+    return 0;
+  }
+
+  // Before any thread starts, so that every thread's signals reach the signal set.
+  asio::io_context control(1);
+  asio::signal_set signals(control, SIGTERM, SIGINT);
+
+  std::atomic<gw::Fleet*> fleet_ptr{nullptr};
+  runtime::RuntimeOptions ro;
+  ro.throttle = cfg.throttle_mechanism;
+  ro.on_event = [&fleet_ptr](const runtime::Event& e) {
+    if (auto* f = fleet_ptr.load()) f->on_runtime_event(e);
+  };
+  ro.on_output = [&fleet_ptr](const std::string& id, runtime::Stream s, std::string_view line) {
+    if (auto* f = fleet_ptr.load()) f->on_output(id, s, line);
+  };
+  runtime::Runtime runtime(ro);
+  for (const auto& s : cfg.services)
+    if (auto ok = runtime.check_handler(s.handler); !ok)
+      throw ConfigError(cfg.source + ": services." + s.name + ".handler: " + ok.error());
+
+  auto fleet = std::make_shared<gw::Fleet>(cfg, runtime, control);
+  fleet_ptr = fleet.get();
+  fleet->set_plain_output(cfg.status_output == "tty" || (cfg.status_output == "auto" && ::isatty(STDOUT_FILENO)));
+  {
+    auto line = log::info("gateway starting");
+    line.kv("event", "gateway").kv("throttle", runtime::to_string(runtime.throttle().kind))
+        .kv("throttle_detail", runtime.throttle().detail);
+    for (const auto& s : cfg.services)
+      line.kv("service." + s.name, std::string(gw::throttling_on(cfg, s) ? "throttled" : "unthrottled") +
+                                       (gw::scale_to_zero_on(cfg, s) ? ", scales to zero" : ", min-scale ≥ 1"));
+  }
+
+  proxy::ProxyConfig pc;
+  pc.listen_address = cfg.listen_address;
+  pc.port = cfg.port;
+  pc.workers = cfg.workers;
+  pc.upstream_max_idle = 64;
+  pc.timeouts.request = cfg.request_timeout;
+  pc.timeouts.drain_in_flight = cfg.drain_timeout;
+  proxy::Server server(pc, fleet);
+
+  proxy::ControlListener admin(control, "admin", cfg.admin_address, cfg.admin_port,
+                               [&](const proxy::ControlRequest& req) -> asio::awaitable<proxy::ControlResponse> {
+                                 auto target = req.target();
+                                 if (target == "/.sluice/status")
+                                   co_return proxy::ControlResponse{200, "application/json",
+                                                                    boost::json::serialize(fleet->status()) + "\n"};
+                                 if (target == "/metrics")
+                                   co_return proxy::ControlResponse{200, "text/plain; version=0.0.4", fleet->prometheus()};
+                                 if (target == "/healthz") co_return proxy::ControlResponse{200, "text/plain", "ok\n"};
+                                 co_return proxy::ControlResponse{404, "text/plain", "not found: try /.sluice/status or /metrics\n"};
+                               });
+  server.start();
+  admin.start();
+  asio::post(control, [&] { fleet->start(); });
+  gw::StatusView view(control, *fleet, cfg.status_output);
+  view.start();
+  log::info("listening").kv("listener", "admin").kv("address", cfg.admin_address).kv("port", static_cast<unsigned>(admin.port()));
+  // Last: harnesses wait for this line, by which time every port above is bound.
+  log::info("listening").kv("listener", "gateway").kv("address", cfg.listen_address)
+      .kv("port", static_cast<unsigned>(server.port())).kv("workers", server.workers())
+      .kv("services", static_cast<std::uint64_t>(cfg.services.size()));
+
+  std::promise<void> finished;
+  std::thread drainer;
+  asio::co_spawn(control, [&]() -> asio::awaitable<void> {
+    bool first = true;
+    while (true) {
+      auto [ec, sig] = co_await signals.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (ec) co_return;
+      if (!first) {
+        log::warn("second signal: killing every instance and exiting").kv("signal", sig);
+        for (const auto& st : runtime.list())
+          if (st.pid > 0 && st.state == runtime::InstanceState::running) ::kill(st.pid, SIGKILL);
+        std::_Exit(130);
+      }
+      first = false;
+      log::info("draining").kv("signal", sig).kv("open_connections", server.open_connections());
+      view.stop();
+      // Off the control thread: the fleet keeps starting instances for buffered requests meanwhile.
+      drainer = std::thread([&] {
+        server.shutdown(cfg.drain_timeout);
+        log::info("drained: stopping instances");
+        fleet->stop_all();
+        finished.set_value();
+      });
+    }
+  }, asio::detached);
+  std::thread control_thread([&] { control.run(); });
+  finished.get_future().wait();
+  drainer.join();
+  admin.close();
+  control.stop();
+  control_thread.join();
+  fleet_ptr = nullptr;
+  log::info("stopped");
+  return 0;
 }
 
 }  // namespace sluice::app

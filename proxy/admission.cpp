@@ -60,6 +60,19 @@ asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, 
   co_return std::nullopt;
 }
 
+asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker, const http::request_header<>& req,
+                                                          Clock::time_point deadline,
+                                                          std::optional<BackendLease>& lease) {
+  auto* backends = worker.shared.backends.get();
+  if (!backends) co_return std::nullopt;
+  auto host = req[http::field::host];
+  auto got = co_await backends->acquire(std::string_view(host.data(), host.size()), deadline);
+  if (auto* refusal = std::get_if<BackendRefusal>(&got))
+    co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504};
+  lease.emplace(std::move(std::get<BackendLease>(got)));
+  co_return std::nullopt;
+}
+
 Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start) {
   auto d = Clock::time_point::max();
   if (t.request.count() > 0) d = std::min(d, start + t.request);

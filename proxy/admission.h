@@ -48,6 +48,17 @@ class CountedExchange {
 asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
                                                          std::optional<BreakerSlot>& slot);
 
+// With backends (the gateway), waits for an instance for this request until `deadline`; nullopt when one
+// was given (in `lease`), else the refusal to send. Without backends: nullopt and no lease.
+asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker, const http::request_header<>& req,
+                                                          Clock::time_point deadline,
+                                                          std::optional<BackendLease>& lease);
+
+// The upstream pool an exchange uses: the lease's instance, or the configured upstream.
+inline UpstreamPool& upstream_pool(WorkerContext& worker, const std::optional<BackendLease>& lease) {
+  return lease ? worker.pool_for(lease->endpoint) : worker.pool;
+}
+
 // The earlier of the whole-request and response-start deadlines of an exchange that began at `start`.
 Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start);
 

@@ -46,7 +46,7 @@ class Worker {
       error_code ec;
       acceptor_.close(ec);
       context_.draining = true;
-      context_.pool.close_idle();
+      context_.close_idle();
       // Copy: closing may erase from the set.
       std::vector<ConnectionHandle*> conns(context_.connections.begin(), context_.connections.end());
       for (auto* c : conns) c->close_when_idle();
@@ -78,6 +78,7 @@ class Worker {
         socket.close(ignore);  // over the connection limit: refuse by closing
         continue;
       }
+      if (context_.shared.backends) context_.shared.backends->on_connection();
       asio::co_spawn(io_, serve_plain(context_, std::move(socket)),
                      [this](std::exception_ptr e) {
                        open_.fetch_sub(1, std::memory_order_relaxed);
@@ -106,8 +107,9 @@ unsigned worker_count(const ProxyConfig& c) {
 
 }  // namespace
 
-Server::Server(ProxyConfig config)
+Server::Server(ProxyConfig config, std::shared_ptr<Backends> backends)
     : config_(std::move(config)), shared_(config_, worker_count(config_)) {
+  shared_.backends = std::move(backends);
   tcp::endpoint upstream(asio::ip::make_address(config_.upstream_host), config_.upstream_port);
   for (unsigned i = 0; i < worker_count(config_); ++i)
     workers_.push_back(std::make_unique<Worker>(config_, shared_, i, open_connections_, upstream));
@@ -119,6 +121,7 @@ Server::~Server() {
   // Whatever still waits holds timers of the workers' io_contexts, which go first.
   if (shared_.breaker) shared_.breaker->drop_waiters();
   shared_.readiness.drop_waiters();
+  if (shared_.backends) shared_.backends->drop_waiters();
 }
 
 void Server::start() {

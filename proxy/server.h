@@ -16,7 +16,9 @@ class Worker;
 
 class Server {
  public:
-  explicit Server(ProxyConfig config);
+  // With `backends`, each exchange goes to an instance they choose (the gateway) instead of the
+  // configured upstream.
+  explicit Server(ProxyConfig config, std::shared_ptr<Backends> backends = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

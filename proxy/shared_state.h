@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "metrics/request_metrics.h"
+#include "proxy/backends.h"
 #include "metrics/request_stats.h"
 #include "proxy/breaker.h"
 #include "proxy/config.h"
@@ -27,6 +28,7 @@ struct SharedState {
   UserReadiness readiness;
   Drainer drainer;
   std::unique_ptr<metrics::RequestMetrics> request_metrics;  // null unless enabled
+  std::shared_ptr<Backends> backends;  // null: every exchange goes to the configured upstream
 };
 
 }  // namespace sluice::proxy

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <map>
+#include <memory>
 #include <string>
 #include <unordered_set>
 
@@ -28,12 +30,27 @@ struct WorkerContext {
       : config(c),
         shared(s),
         stats(s.stats.shard(index)),
-        pool(ex, upstream, c.upstream_max_idle, c.timeouts.upstream_connect) {}
+        pool(ex, upstream, c.upstream_max_idle, c.timeouts.upstream_connect),
+        executor(ex) {}
+
+  // The pool for an instance chosen by the backends (gateway), made on first use.
+  UpstreamPool& pool_for(const tcp::endpoint& ep) {
+    if (ep == pool.endpoint()) return pool;
+    auto& p = instance_pools[ep];
+    if (!p) p = std::make_unique<UpstreamPool>(executor, ep, config.upstream_max_idle, config.timeouts.upstream_connect);
+    return *p;
+  }
+  void close_idle() {
+    pool.close_idle();
+    for (auto& [ep, p] : instance_pools) p->close_idle();
+  }
 
   const ProxyConfig& config;
   SharedState& shared;
   metrics::RequestStatsShard& stats;  // this worker's: written by no other thread
-  UpstreamPool pool;
+  UpstreamPool pool;  // to the configured upstream
+  asio::any_io_executor executor;
+  std::map<tcp::endpoint, std::unique_ptr<UpstreamPool>> instance_pools;
   RequestIdGenerator request_ids;
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener
   bool draining = false;        // no new keep-alive exchanges

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   g++ cmake ninja-build pkg-config git ca-certificates
   libboost1.81-dev libboost-json1.81-dev
-  libnghttp2-dev libssl-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
+  libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
   libgtest-dev libgmock-dev
   curl procps iproute2 coreutils
   nginx-light wrk nghttp2-client

@@ -321,8 +321,13 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   }
   CountedExchange counted(worker_, req, record_);
   std::optional<BreakerSlot> slot;
-  if (auto refused = co_await pass_breaker(worker_, exchange_deadline(worker_.config.timeouts, phase_start_), slot))
+  const auto deadline = exchange_deadline(worker_.config.timeouts, phase_start_);
+  if (auto refused = co_await pass_breaker(worker_, deadline, slot))
     co_return co_await respond(*refused, local_keep_alive, true);
+  std::optional<BackendLease> lease;
+  if (auto refused = co_await pass_backends(worker_, req, deadline, lease))
+    co_return co_await respond(*refused, local_keep_alive, true);
+  UpstreamPool& pool = upstream_pool(worker_, lease);
   bool expect_continue = body != Framing::none &&
                          iequals(req[http::field::expect], "100-continue");
   auto upgrade_to = req[http::field::upgrade];
@@ -355,7 +360,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   for (int attempt = 0;; ++attempt) {
     // A streamed body cannot be replayed on a fresh connection, so its connection must be checked.
     bool replayable = body == Framing::none || body_inline;
-    auto [cec, conn] = co_await worker_.pool.acquire(!replayable || attempt > 0);
+    auto [cec, conn] = co_await pool.acquire(!replayable || attempt > 0);
     if (expired_ == Expired::exchange) co_return co_await fail_exchange(cec, "connect", false);
     if (cec) co_return co_await fail_exchange(cec, "upstream connect error", keep_alive && body == Framing::none);
     up = std::move(conn);
@@ -479,7 +484,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   }
   if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
   if (upstream_clean && !pump_ec && rp->keep_alive() && up_framing != Framing::until_close)
-    worker_.pool.release(std::move(up));
+    pool.release(std::move(up));
   co_return keep_alive;
 }
 

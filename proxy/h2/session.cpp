@@ -494,6 +494,15 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     co_return;
   }
   if (s->closed) co_return;
+  std::optional<BackendLease> lease;
+  if (auto refused = co_await pass_backends(worker_, req, deadline, lease)) {
+    record.status = static_cast<int>(refused->status);
+    if (!s->closed) submit_local(*s, *refused);
+    co_await finish();
+    co_return;
+  }
+  if (s->closed) co_return;
+  UpstreamPool& pool = upstream_pool(worker_, lease);
   struct StopDeadline {
     Stream& s;
     ~StopDeadline() {
@@ -537,7 +546,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
   };
 
   const auto upstream_start = Clock::now();
-  auto [cec, up] = co_await worker_.pool.acquire(true);
+  auto [cec, up] = co_await pool.acquire(true);
   if (cec || s->timed_out) {
     fail(502, "bad gateway: upstream connect error: " + cec.message());
     co_await finish();
@@ -681,7 +690,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     worker_.shared.request_metrics->record_app(record.status, seconds_between(upstream_start, Clock::now()));
   bool clean = body_complete && !pump_ec && (!pumped || pumped->done()) && parser.keep_alive() &&
                up_framing != Framing::until_close;
-  if (clean) worker_.pool.release(std::move(up));
+  if (clean) pool.release(std::move(up));
   co_await finish();
 }
 

@@ -1,0 +1,350 @@
+// Gateway configuration; see config.h.
+#include "app/gateway/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "autoscaler/go_duration.h"
+#include "common/config_error.h"
+
+namespace sluice::app::gateway {
+namespace {
+
+// Errors point at the file, the line and the key path (services.web.max-scale).
+[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& path,
+                       const std::string& what) {
+  std::string where = source;
+  if (node.IsDefined() && node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
+  throw ConfigError(where + ": " + path + ": " + what);
+}
+
+std::string scalar(const std::string& source, const YAML::Node& n, const std::string& path) {
+  if (!n.IsScalar()) fail(source, n, path, "must be a single value");
+  return n.Scalar();
+}
+
+bool boolean(const std::string& source, const YAML::Node& n, const std::string& path) {
+  auto v = scalar(source, n, path);
+  if (v == "true" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "no" || v == "off") return false;
+  fail(source, n, path, "'" + v + "' is not true or false");
+}
+
+long long integer(const std::string& source, const YAML::Node& n, const std::string& path, long long lo,
+                  long long hi) {
+  auto v = scalar(source, n, path);
+  try {
+    size_t used = 0;
+    long long x = std::stoll(v, &used);
+    if (used == v.size() && x >= lo && x <= hi) return x;
+  } catch (const std::exception&) {
+  }
+  fail(source, n, path, "'" + v + "' is not a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// A Go duration ("90s", "1m30s", "500ms") or a plain number of seconds.
+Millis duration(const std::string& source, const YAML::Node& n, const std::string& path) {
+  auto v = scalar(source, n, path);
+  if (!v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return std::chrono::seconds(std::stoll(v.substr(0, 9)));
+  if (auto d = autoscaler::parse_go_duration(v); d && *d >= autoscaler::Duration::zero())
+    return std::chrono::duration_cast<Millis>(*d);
+  fail(source, n, path, "'" + v + "' is not a duration such as 30s, 1m30s or 500ms");
+}
+
+FeatureState feature_state(const std::string& source, const YAML::Node& n, const std::string& path) {
+  auto v = scalar(source, n, path);
+  if (v == "enabled" || v == "Enabled") return FeatureState::enabled;
+  if (v == "allowed" || v == "Allowed") return FeatureState::allowed;
+  if (v == "disabled" || v == "Disabled") return FeatureState::disabled;
+  fail(source, n, path, "'" + v + "' is not enabled, allowed or disabled");
+}
+
+// "PORT", "ADDRESS:PORT" or "[V6]:PORT".
+std::pair<std::string, std::uint16_t> host_port(const std::string& source, const YAML::Node& n,
+                                                const std::string& path, const std::string& default_host) {
+  auto v = scalar(source, n, path);
+  std::string host = default_host, port = v;
+  if (auto colon = v.rfind(':'); colon != std::string::npos) {
+    host = v.substr(0, colon);
+    port = v.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  }
+  try {
+    size_t used = 0;
+    int x = std::stoi(port, &used);
+    if (!host.empty() && used == port.size() && x >= 0 && x <= 65535) return {host, static_cast<std::uint16_t>(x)};
+  } catch (const std::exception&) {
+  }
+  fail(source, n, path, "'" + v + "' is not [ADDRESS:]PORT");
+}
+
+// The shell runs a command given as one string, as Procfiles do; a list is argv as is.
+std::vector<std::string> command_of(const std::string& source, const YAML::Node& n, const std::string& path) {
+  std::vector<std::string> argv;
+  if (n.IsScalar()) {
+    argv = {"/bin/sh", "-c", "exec " + n.Scalar()};
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i) argv.push_back(scalar(source, n[i], path + "[" + std::to_string(i) + "]"));
+  } else {
+    fail(source, n, path, "must be a string (run by /bin/sh) or a list of arguments");
+  }
+  if (argv.empty() || argv[0].empty()) fail(source, n, path, "is empty");
+  return argv;
+}
+
+// Autoscaling keys sluice adds over Knative's defaults for a gateway: nothing starts before it is asked for.
+autoscaler::ConfigData gateway_scaling_defaults() {
+  return {{"allow-zero-initial-scale", "true"}, {"initial-scale", "0"}};
+}
+
+autoscaler::AutoscalerConfig scaling_from(const autoscaler::ConfigData& data, const std::string& where) {
+  try {
+    return autoscaler::config_from_data(data);
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": " + e.what());
+  }
+}
+
+const std::set<std::string, std::less<>>& service_keys() {
+  static const std::set<std::string, std::less<>> keys = {
+      "command", "env", "working-dir", "handler", "rootfs", "port", "hosts", "default", "readiness-path",
+      "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features"};
+  return keys;
+}
+
+ServiceConfig parse_service(const std::string& source, const std::string& name, const YAML::Node& n,
+                            const autoscaler::ConfigData& gateway_scaling) {
+  const std::string base = "services." + name;
+  if (!n.IsMap()) fail(source, n, base, "must be a mapping of settings (command, hosts, ...)");
+  ServiceConfig s;
+  s.name = name;
+  autoscaler::ConfigData scaling = gateway_scaling;
+  for (const auto& kv : n) {
+    const std::string key = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    const std::string path = base + "." + key;
+    if (!service_keys().contains(key)) {
+      scaling[key] = scalar(source, v, path);  // an autoscaling key (Knative's names) or an error below
+      continue;
+    }
+    if (key == "command") s.command = command_of(source, v, path);
+    else if (key == "working-dir") s.working_dir = scalar(source, v, path);
+    else if (key == "handler") s.handler = scalar(source, v, path);
+    else if (key == "rootfs") s.rootfs = scalar(source, v, path);
+    else if (key == "port") s.port = static_cast<std::uint16_t>(integer(source, v, path, 0, 65535));
+    else if (key == "default") s.is_default = boolean(source, v, path);
+    else if (key == "readiness-path") s.readiness_path = scalar(source, v, path);
+    else if (key == "start-deadline") s.start_deadline = duration(source, v, path);
+    else if (key == "grace-period") s.grace = duration(source, v, path);
+    else if (key == "buffer-size") s.buffer_size = static_cast<std::size_t>(integer(source, v, path, 0, 1000000));
+    else if (key == "buffer-timeout") s.buffer_timeout = duration(source, v, path);
+    else if (key == "validate") s.validate = boolean(source, v, path);
+    else if (key == "env") {
+      if (!v.IsMap()) fail(source, v, path, "must be a mapping of NAME: value");
+      for (const auto& e : v) s.env[e.first.Scalar()] = scalar(source, e.second, path + "." + e.first.Scalar());
+    } else if (key == "hosts") {
+      if (v.IsScalar()) s.hosts.push_back(v.Scalar());
+      else if (v.IsSequence())
+        for (std::size_t i = 0; i < v.size(); ++i) s.hosts.push_back(scalar(source, v[i], path));
+      else fail(source, v, path, "must be a host name or a list of them");
+    } else if (key == "features") {
+      if (!v.IsMap()) fail(source, v, path, "must be a mapping such as {throttling: true}");
+      for (const auto& f : v) {
+        const std::string fk = f.first.Scalar(), fpath = path + "." + fk;
+        if (fk == "throttling") s.throttling = boolean(source, f.second, fpath);
+        else if (fk == "scale-to-zero") s.scale_to_zero = boolean(source, f.second, fpath);
+        else if (fk == "h2c-upstream") s.h2c_upstream = boolean(source, f.second, fpath);
+        else fail(source, f.first, fpath, "unknown feature (allowed: throttling, scale-to-zero, h2c-upstream)");
+      }
+    }
+  }
+  if (s.command.empty()) fail(source, n, base + ".command", "is required");
+  if (s.hosts.empty()) s.hosts.push_back(name + ".localhost");
+  s.scaling = scaling_from(scaling, source + ": " + base);
+  return s;
+}
+
+void feature_opt_in(const std::string& source, const std::string& service, const char* key, FeatureState state,
+                    const std::optional<bool>& opt_in) {
+  if (state == FeatureState::disabled && opt_in.value_or(false))
+    throw ConfigError(source + ": services." + service + ".features." + key +
+                      ": the feature is disabled for this gateway (features." + key + ": disabled)");
+}
+
+bool feature_on(FeatureState state, const std::optional<bool>& opt_in) {
+  switch (state) {
+    case FeatureState::enabled: return opt_in.value_or(true);
+    case FeatureState::allowed: return opt_in.value_or(false);
+    case FeatureState::disabled: return false;
+  }
+  return false;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(FeatureState s) {
+  switch (s) {
+    case FeatureState::enabled: return "enabled";
+    case FeatureState::allowed: return "allowed";
+    case FeatureState::disabled: return "disabled";
+  }
+  return "?";
+}
+
+bool throttling_on(const GatewayConfig& g, const ServiceConfig& s) {
+  return feature_on(g.features.throttling, s.throttling);
+}
+bool scale_to_zero_on(const GatewayConfig& g, const ServiceConfig& s) {
+  return feature_on(g.features.scale_to_zero, s.scale_to_zero) && s.scaling.enable_scale_to_zero;
+}
+
+GatewayConfig one_liner(std::vector<std::string> command) {
+  GatewayConfig g;
+  g.features.throttling = FeatureState::enabled;
+  ServiceConfig s;
+  s.name = "app";
+  s.command = std::move(command);
+  s.is_default = true;
+  s.hosts = {"app.localhost"};
+  s.scaling = autoscaler::config_from_data(gateway_scaling_defaults());
+  g.services.push_back(std::move(s));
+  validate(g);
+  return g;
+}
+
+GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(source + ": must be a YAML mapping with a 'services' key");
+  GatewayConfig g;
+  g.source = source;
+  autoscaler::ConfigData scaling = gateway_scaling_defaults();
+  YAML::Node services;
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    if (key == "listen") std::tie(g.listen_address, g.port) = host_port(source, v, key, g.listen_address);
+    else if (key == "admin") std::tie(g.admin_address, g.admin_port) = host_port(source, v, key, g.admin_address);
+    else if (key == "request-timeout") g.request_timeout = duration(source, v, key);
+    else if (key == "drain-timeout") g.drain_timeout = duration(source, v, key);
+    else if (key == "workers") g.workers = static_cast<unsigned>(integer(source, v, key, 0, 256));
+    else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
+    else if (key == "status") {
+      g.status_output = scalar(source, v, key);
+      if (g.status_output != "auto" && g.status_output != "tty" && g.status_output != "json" && g.status_output != "none")
+        fail(source, v, key, "'" + g.status_output + "' is not auto, tty, json or none");
+    } else if (key == "features") {
+      if (!v.IsMap()) fail(source, v, key, "must be a mapping such as {throttling: allowed}");
+      for (const auto& f : v) {
+        const std::string fk = f.first.Scalar(), path = "features." + fk;
+        if (fk == "throttling") g.features.throttling = feature_state(source, f.second, path);
+        else if (fk == "scale-to-zero") g.features.scale_to_zero = feature_state(source, f.second, path);
+        else if (fk == "h2c-upstream") g.features.h2c_upstream = feature_state(source, f.second, path);
+        else fail(source, f.first, path, "unknown feature (allowed: throttling, scale-to-zero, h2c-upstream)");
+      }
+    } else if (key == "autoscaler") {
+      if (!v.IsMap()) fail(source, v, key, "must be a mapping of config-autoscaler keys");
+      for (const auto& a : v) scaling[a.first.Scalar()] = scalar(source, a.second, key + "." + a.first.Scalar());
+      (void)scaling_from(scaling, source + ": autoscaler");
+    } else if (key == "services") {
+      services = v;
+    } else {
+      fail(source, kv.first, key,
+           "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
+           "status, features, autoscaler, services)");
+    }
+  }
+  if (!services.IsDefined() || !services.IsMap() || services.size() == 0)
+    fail(source, services.IsDefined() ? services : root, "services", "must map service names to their settings");
+  for (const auto& kv : services) g.services.push_back(parse_service(source, kv.first.Scalar(), kv.second, scaling));
+  validate(g);
+  return g;
+}
+
+GatewayConfig parse_procfile(const std::string& text, const std::string& source) {
+  GatewayConfig g;
+  g.source = source;
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    auto colon = line.find(':');
+    auto where = source + ":" + std::to_string(number);
+    if (colon == std::string::npos) throw ConfigError(where + ": expected 'name: command'");
+    std::string name = line.substr(first, colon - first);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.pop_back();
+    std::string command = line.substr(colon + 1);
+    command.erase(0, command.find_first_not_of(" \t"));
+    if (name.empty() || command.empty()) throw ConfigError(where + ": expected 'name: command'");
+    ServiceConfig s;
+    s.name = name;
+    s.command = {"/bin/sh", "-c", "exec " + command};
+    s.hosts = {name + ".localhost"};
+    s.is_default = g.services.empty();
+    s.scaling = autoscaler::config_from_data(gateway_scaling_defaults());
+    g.services.push_back(std::move(s));
+  }
+  if (g.services.empty()) throw ConfigError(source + ": no 'name: command' line");
+  validate(g);
+  return g;
+}
+
+GatewayConfig load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  if (base == "Procfile" || base.ends_with(".procfile")) return parse_procfile(text.str(), path);
+  return parse_yaml(text.str(), path);
+}
+
+void validate(GatewayConfig& g) {
+  std::set<std::string> names, hosts;
+  int defaults = 0;
+  for (auto& s : g.services) {
+    const std::string base = g.source + ": services." + s.name;
+    if (s.name.empty() || !std::all_of(s.name.begin(), s.name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        }))
+      throw ConfigError(g.source + ": service name '" + s.name + "' may use only letters, digits, '-', '_' and '.'");
+    if (!names.insert(s.name).second) throw ConfigError(base + ": the name is used twice");
+    for (auto& h : s.hosts) {
+      h = lower(h);
+      if (!hosts.insert(h).second) throw ConfigError(base + ".hosts: '" + h + "' is routed to another service too");
+    }
+    if (s.is_default) ++defaults;
+    if (s.handler != "process" && s.handler != "runc" && s.handler != "crun")
+      throw ConfigError(base + ".handler: '" + s.handler + "' is not process, runc or crun");
+    if (s.handler != "process" && s.rootfs.empty())
+      throw ConfigError(base + ".rootfs: is required with handler " + s.handler);
+    if (s.port != 0 && s.scaling.max_scale != 1)
+      throw ConfigError(base + ".port: a fixed port allows one instance only: set max-scale: 1 (or port: 0 for a free port per instance)");
+    feature_opt_in(g.source, s.name, "throttling", g.features.throttling, s.throttling);
+    feature_opt_in(g.source, s.name, "scale-to-zero", g.features.scale_to_zero, s.scale_to_zero);
+    feature_opt_in(g.source, s.name, "h2c-upstream", g.features.h2c_upstream, s.h2c_upstream);
+    if (feature_on(g.features.h2c_upstream, s.h2c_upstream))
+      throw ConfigError(base + ".features.h2c-upstream: h2c to instances is not available in this build yet");
+    if (!scale_to_zero_on(g, s) && s.scaling.min_scale < 1) s.scaling.min_scale = 1;
+  }
+  if (defaults > 1) throw ConfigError(g.source + ": more than one service has default: true");
+  if (defaults == 0 && g.services.size() == 1) g.services.front().is_default = true;
+}
+
+}  // namespace sluice::app::gateway

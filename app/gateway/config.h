@@ -1,0 +1,79 @@
+// `sluice gateway` configuration: the services to run and how, from the one-liner (`-- CMD ARGS`), a
+// sluice.yaml, or a Procfile. Validated once at start; errors name the file, the key and what is allowed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autoscaler/config.h"
+
+namespace sluice::app::gateway {
+
+using Millis = std::chrono::milliseconds;
+
+// Knative's config-features states: on for every service, on where a service opts in, or off.
+enum class FeatureState { enabled, allowed, disabled };
+std::string_view to_string(FeatureState s);
+
+struct Features {
+  FeatureState throttling = FeatureState::allowed;      // freeze instances with nothing in flight
+  FeatureState scale_to_zero = FeatureState::enabled;   // stop the last instance after the grace period
+  FeatureState h2c_upstream = FeatureState::disabled;   // talk h2c to instances (not built yet)
+};
+
+struct ServiceConfig {
+  std::string name;                      // K_SERVICE, and the prefix of instance names
+  std::vector<std::string> command;      // argv
+  std::map<std::string, std::string> env;
+  std::string working_dir;
+  std::string handler = "process";       // process | runc | crun
+  std::string rootfs;                    // OCI handlers
+  std::uint16_t port = 0;                // PORT for every instance; 0: a free port per instance
+  std::vector<std::string> hosts;        // Host values routed here (port ignored, case-insensitive)
+  bool is_default = false;               // gets requests whose Host matches no service
+  std::string readiness_path;            // empty: TCP connect to PORT; else GET, any status but 5xx
+  Millis start_deadline{std::chrono::minutes(4)};  // to listen on PORT (Cloud Run's 4 min)
+  Millis grace{std::chrono::seconds(10)};           // SIGTERM to SIGKILL
+  std::size_t buffer_size = 100;         // requests waiting for an instance (cold start, all busy)
+  Millis buffer_timeout{std::chrono::seconds(60)};  // longest wait there (then 504); the request timeout too
+  bool validate = true;                  // start one instance at start to prove the service can start
+  // Per-service opt-ins, honoured when the gateway's feature state is `allowed`.
+  std::optional<bool> throttling, scale_to_zero, h2c_upstream;
+  autoscaler::AutoscalerConfig scaling;  // container-concurrency, min/max/initial scale, target, windows
+};
+
+struct GatewayConfig {
+  std::string source = "command line";  // file name, for messages
+  std::string listen_address = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::string admin_address = "127.0.0.1";
+  std::uint16_t admin_port = 8022;       // /.sluice/status; 0: any free port
+  Millis request_timeout{std::chrono::minutes(5)};  // whole exchange, cold start included
+  Millis drain_timeout{std::chrono::seconds(60)};   // in-flight exchanges at shutdown
+  unsigned workers = 0;
+  std::string throttle_mechanism = "auto";
+  Features features;
+  std::vector<ServiceConfig> services;
+  std::string status_output = "auto";  // auto | tty | json | none
+};
+
+// Effective per-service switches, resolved from the feature states and the service's opt-ins.
+bool throttling_on(const GatewayConfig& g, const ServiceConfig& s);
+bool scale_to_zero_on(const GatewayConfig& g, const ServiceConfig& s);
+
+// `sluice gateway -- CMD ARGS`: one service "app" on :8080, throttling enabled (SPEC §9).
+GatewayConfig one_liner(std::vector<std::string> command);
+// Parses YAML text (`source` names it in errors); throws ConfigError.
+GatewayConfig parse_yaml(const std::string& text, const std::string& source);
+// Each `name: command` line a service; the first is the default; hosts <name>.localhost.
+GatewayConfig parse_procfile(const std::string& text, const std::string& source);
+// Reads a file: a Procfile when its name is "Procfile" (or ends in .procfile), YAML otherwise.
+GatewayConfig load_file(const std::string& path);
+// Cross-field checks (names unique, one default at most, ports); throws ConfigError.
+void validate(GatewayConfig& config);
+
+}  // namespace sluice::app::gateway

@@ -1,0 +1,160 @@
+// The gateway's instances: which services exist, which instances each has and in what state, and the
+// cold-start buffer in front of them. The proxy asks it for an instance per request (proxy::Backends);
+// the control thread scales each service with its KPA and drives the runtime. One mutex guards the
+// state; nothing that can block (starting, freezing, stopping an instance) runs while holding it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <variant>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "app/gateway/config.h"
+#include "autoscaler/kpa.h"
+#include "proxy/backends.h"
+#include "proxy/handoff.h"
+#include "runtime/runtime.h"
+
+namespace sluice::app::gateway {
+
+namespace asio = boost::asio;
+using Clock = proxy::Clock;
+using proxy::error_code;
+using proxy::tcp;
+
+enum class InstanceState { starting, ready, draining, stopped };
+std::string_view to_string(InstanceState s);
+
+struct Instance {
+  std::string id;             // <service>-<n>
+  std::uint16_t port = 0;
+  InstanceState state = InstanceState::starting;
+  bool frozen = false;        // frozen, or a freeze is under way
+  bool validation = false;    // started at start-up to prove the service can start
+  std::size_t in_flight = 0;
+  std::uint64_t requests = 0;
+  int pid = 0;
+  Clock::time_point created, ready_at;
+  Clock::time_point prewarm_until;  // thawed by a connection, before any request came
+  std::deque<std::string> last_output;  // the last lines it printed, for crash reports
+};
+
+// Blocking work (fork/exec and readiness polling, SIGTERM-grace-SIGKILL) on threads of its own; the
+// destructor waits for all of it.
+class Tasks {
+ public:
+  ~Tasks() { wait_all(); }
+  void spawn(std::function<void()> fn);
+  void wait_all();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t running_ = 0;
+};
+
+class Fleet final : public proxy::Backends {
+ public:
+  // `control` is the io_context of the control thread, where scaling and lifecycle decisions run.
+  Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_context& control);
+  ~Fleet() override;
+
+  asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> acquire(
+      std::string_view host, Clock::time_point deadline) override;
+  void on_connection() override;
+  void drop_waiters() override;
+
+  // On the control thread: validation instances, then the 1 s stat and 2 s KPA tickers.
+  void start();
+  // After the proxy has drained: stops every instance (SIGTERM, grace, SIGKILL) and waits for them.
+  void stop_all();
+
+  // From the runtime's callbacks (any thread): never blocks, never calls back into the runtime.
+  void on_runtime_event(const runtime::Event& e);
+  void on_output(const std::string& id, runtime::Stream stream, std::string_view line);
+
+  // On a terminal, instance output as "app-1 │ line" instead of JSON lines.
+  void set_plain_output(bool on) { plain_output_ = on; }
+
+  boost::json::object status() const;
+  std::string prometheus() const;
+
+ private:
+  struct Waiter {
+    std::shared_ptr<proxy::Handoff> wake;
+    std::shared_ptr<Instance> granted;  // under mu_
+    std::optional<proxy::BackendRefusal> refused;
+  };
+  struct Service {
+    ServiceConfig config;
+    bool throttling = false, scale_to_zero = true;
+    std::vector<std::shared_ptr<Instance>> instances;
+    std::list<std::shared_ptr<Waiter>> waiters;
+    std::unique_ptr<autoscaler::Kpa> kpa;  // control thread only
+    int next_number = 1;
+    std::size_t in_flight = 0;             // over all instances
+    // Concurrency (in flight + waiting) integrated over time, and arrivals, since the last stat.
+    double concurrency_integral = 0;
+    Clock::time_point integral_since, stat_since;
+    std::uint64_t arrivals = 0;
+    double last_rps = 0, last_concurrency = 0;
+    std::int32_t desired = 0;
+    std::string failed_reason;  // the last start failure; requests get 503 with it until a retry
+    Clock::time_point retry_at;
+    int failures = 0;           // consecutive start failures, for the retry back-off
+    int crash_streak = 0;       // crashes soon after becoming ready, for the restart back-off
+    std::optional<Clock::time_point> cold_start_since;  // no instance was ready when this began
+    std::size_t cold_start_buffered = 0;
+    std::uint64_t requests_total = 0, cold_starts = 0, crashes = 0, refused = 0;
+    double last_cold_start_ms = -1;
+  };
+  class Hold;  // the lease's hold: releases the instance when the exchange ends
+
+  Service* route(std::string_view host);
+  std::shared_ptr<Instance> pick(Service& s) const;
+  void grant(Service& s, Instance& inst, std::vector<std::string>& thaw);
+  void account(Service& s, Clock::time_point now);
+  void release(Service& s, const std::shared_ptr<Instance>& inst);
+  void dispatch(Service& s, std::vector<std::string>& thaw);
+  void thaw_all(const std::vector<std::string>& ids);
+  void start_instance(Service& s, bool validation);  // under mu_
+  void launch(Service* s, std::shared_ptr<Instance> inst);
+  void became_ready(Service& s, const std::shared_ptr<Instance>& inst);
+  void start_failed(Service& s, const std::shared_ptr<Instance>& inst, const std::string& reason);
+  void drain_instance(Service& s, const std::shared_ptr<Instance>& inst);  // under mu_
+  void stop_instance(Service& s, const std::shared_ptr<Instance>& inst);   // under mu_
+  void freeze_if_idle(Service& s, const std::shared_ptr<Instance>& inst);  // control thread
+  void handle_exit(const runtime::InstanceStatus& st);                     // control thread
+  void replace_later(Service& s, Clock::duration delay);                  // control thread
+  asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)());
+  void stat_tick();
+  void scale_tick();
+  void housekeeping();
+  void decide(Service& s, Clock::time_point now);
+  void scale(Service& s, std::int32_t desired);  // under mu_
+  std::size_t active(const Service& s) const;    // starting or ready
+  std::pair<Service*, std::shared_ptr<Instance>> find(const std::string& id);
+
+  const GatewayConfig& config_;
+  runtime::Runtime& runtime_;
+  asio::io_context& control_;
+  asio::steady_timer stat_timer_, scale_timer_, housekeeping_timer_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Service>> services_;
+  Service* default_ = nullptr;
+  std::atomic<bool> stopping_{false};
+  bool plain_output_ = false;
+  Tasks tasks_;
+};
+
+}  // namespace sluice::app::gateway

@@ -1,0 +1,45 @@
+// Where exchanges go when the app is not one fixed address but a set of instances chosen per request
+// (the gateway). The proxy asks for an instance, forwards to it, and lets the lease go when the exchange
+// ends; everything else (routing by Host, cold starts, concurrency per instance, throttling) is the
+// implementation's business, in app/. Without one, the proxy forwards to ProxyConfig's upstream.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "proxy/asio.h"
+
+namespace sluice::proxy {
+
+// An instance to forward one exchange to; dropping `hold` tells the implementation the exchange ended.
+struct BackendLease {
+  tcp::endpoint endpoint;
+  std::shared_ptr<void> hold;
+};
+
+// Why no instance was given: sent to the client as is.
+struct BackendRefusal {
+  unsigned status = 503;
+  std::string reason;
+};
+
+class Backends {
+ public:
+  virtual ~Backends() = default;
+
+  // On the calling worker's executor: an instance for a request with this Host, waiting (cold start, every
+  // instance busy) until `deadline` at the latest.
+  virtual asio::awaitable<std::variant<BackendLease, BackendRefusal>> acquire(std::string_view host,
+                                                                              Clock::time_point deadline) = 0;
+
+  // A client connected: a request is likely to follow, so work that takes a while (thawing an instance)
+  // may start before it is parsed. Any worker thread; must be cheap.
+  virtual void on_connection() {}
+
+  // At shutdown, after the workers stopped: waiters hold timers of their io_contexts, which go first.
+  virtual void drop_waiters() = 0;
+};
+
+}  // namespace sluice::proxy
