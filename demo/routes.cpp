@@ -1,9 +1,11 @@
-// Request routing and the small fixed-body routes: /, /headers, /status, /stats, /delay, /trailers.
+// Request routing and the small fixed-body routes: /, /headers, /status, /stats, /delay, /trailers, /env, /exit.
 #include "demo/routes.h"
 
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "demo/response_head.h"
@@ -55,6 +57,20 @@ asio::awaitable<bool> route_status(Exchange& ex, std::uint64_t code) {
   if (code < 200 || code > 599) co_return co_await respond(ex, 400, kTextPlain, "bad status\n");
   std::string body = "status " + std::to_string(code) + "\n";
   co_return co_await respond(ex, static_cast<unsigned>(code), kTextPlain, body);
+}
+
+// The value of an environment variable (the gateway's contract: PORT, K_SERVICE, ...), 404 when unset.
+asio::awaitable<bool> route_env(Exchange& ex, std::string_view name) {
+  const char* v = std::getenv(std::string(name).c_str());
+  if (!v) co_return co_await respond(ex, 404, kTextPlain, "unset\n");
+  co_return co_await respond(ex, 200, kTextPlain, std::string(v) + "\n");
+}
+
+// Answers, then ends the process with the given code: a crash, as a supervisor sees it.
+asio::awaitable<bool> route_exit(Exchange& ex, std::uint64_t code) {
+  co_await respond(ex, 200, kTextPlain, "exiting " + std::to_string(code) + "\n");
+  std::fflush(stdout);
+  std::_Exit(static_cast<int>(code & 0xff));
 }
 
 asio::awaitable<bool> route_stats(Exchange& ex) {
@@ -131,6 +147,8 @@ asio::awaitable<bool> dispatch(Exchange& ex) {
     co_return co_await route_websocket(ex);
   }
   if (path == "/stats") co_return co_await route_stats(ex);
+  if (path.starts_with("/env/")) co_return co_await route_env(ex, path.substr(5));
+  if (numbered(path, "/exit/", n)) co_return co_await route_exit(ex, n);
   co_return co_await respond(ex, 404, kTextPlain, "not found\n");
 }
 

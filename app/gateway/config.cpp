@@ -84,11 +84,18 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& source, const
   fail(source, n, path, "'" + v + "' is not [ADDRESS:]PORT");
 }
 
-// The shell runs a command given as one string, as Procfiles do; a list is argv as is.
+// A command given as one string runs in the shell, as Procfile lines do. A simple command is exec'd so
+// that the app itself is the instance's process and gets the signals; a compound one keeps its shell.
+std::vector<std::string> shell_command(const std::string& text) {
+  bool compound = text.find_first_of(";&|\n`()<>") != std::string::npos;
+  return {"/bin/sh", "-c", compound ? text : "exec " + text};
+}
+
+// A list is argv as is; a string is for the shell.
 std::vector<std::string> command_of(const std::string& source, const YAML::Node& n, const std::string& path) {
   std::vector<std::string> argv;
   if (n.IsScalar()) {
-    argv = {"/bin/sh", "-c", "exec " + n.Scalar()};
+    argv = shell_command(n.Scalar());
   } else if (n.IsSequence()) {
     for (std::size_t i = 0; i < n.size(); ++i) argv.push_back(scalar(source, n[i], path + "[" + std::to_string(i) + "]"));
   } else {
@@ -294,7 +301,7 @@ GatewayConfig parse_procfile(const std::string& text, const std::string& source)
     if (name.empty() || command.empty()) throw ConfigError(where + ": expected 'name: command'");
     ServiceConfig s;
     s.name = name;
-    s.command = {"/bin/sh", "-c", "exec " + command};
+    s.command = shell_command(command);
     s.hosts = {name + ".localhost"};
     s.is_default = g.services.empty();
     s.scaling = autoscaler::config_from_data(gateway_scaling_defaults());

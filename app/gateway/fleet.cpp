@@ -223,6 +223,8 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
       ++s->refused;
       co_return proxy::BackendRefusal{503, "service " + s->config.name + " failed to start: " + s->failed_reason};
     }
+    // Knative's activator pokes the autoscaler; here the first instance starts at once.
+    if (active(*s) == 0) start_instance(*s, false);
     if (s->waiters.size() >= s->config.buffer_size) {
       ++s->refused;
       co_return proxy::BackendRefusal{503, "service " + s->config.name + ": cold-start buffer full (" +
@@ -235,8 +237,6 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
       s->cold_start_buffered = 0;
     }
     if (none_ready) ++s->cold_start_buffered;
-    // Knative's activator pokes the autoscaler; here the first instance starts at once.
-    if (active(*s) == 0) start_instance(*s, false);
     waiter->wake = std::make_shared<proxy::Handoff>(ex, std::min(deadline, now + s->config.buffer_timeout));
     place = s->waiters.insert(s->waiters.end(), waiter);
   }

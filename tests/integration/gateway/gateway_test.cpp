@@ -1,0 +1,309 @@
+// `sluice gateway` end to end: real demo-app instances started on demand by the real binary, real
+// clients (curl, h2load, raw sockets) on loopback. Instances that start slowly are the demo app behind
+// `sleep` in a shell, so a cold start has a known minimum length.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "tests/integration/proxy/harness.h"
+#include "tests/support/eventually.h"
+
+namespace sluice::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+std::string slow_app(double seconds) {
+  return std::string("sleep ") + std::to_string(seconds) + "; exec " + DEMO_APP_BIN;
+}
+
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text) {
+    path_ = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + "-" +
+                                                      std::to_string(counter_++));
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+struct Gateway {
+  // `args` after "gateway"; the listen and admin ports are always picked by the kernel.
+  explicit Gateway(std::vector<std::string> args) {
+    std::vector<std::string> argv = {SLUICE_BIN, "gateway", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+                                     "--status", "none", "--workers", "2"};
+    // Options go before "--", the command after it.
+    auto dashdash = std::find(args.begin(), args.end(), "--");
+    argv.insert(argv.end(), args.begin(), dashdash);
+    argv.insert(argv.end(), dashdash, args.end());
+    process = std::make_unique<Process>(ProcessOptions{.argv = argv, .merge_stderr = true});
+    auto line = process->wait_for_line("\"listener\":\"gateway\"");
+    if (!line) throw std::runtime_error("gateway did not start: " + process->stdout_text());
+    port = static_cast<int>(json_int_field(*line, "port"));
+    for (const auto& l : process->lines())
+      if (l.find("\"listener\":\"admin\"") != std::string::npos) admin_port = static_cast<int>(json_int_field(l, "port"));
+  }
+
+  json::object status() {
+    auto body = body_of(http_get(admin_port, "/.sluice/status"));
+    return json::parse(body).as_object();
+  }
+  json::object service(const std::string& name = "") {
+    auto all = status();  // named: a range-for over a temporary's member would dangle
+    for (auto& s : all["services"].as_array())
+      if (name.empty() || s.as_object()["name"].as_string() == name) return s.as_object();
+    throw std::runtime_error("no service " + name);
+  }
+  std::size_t instances(const std::string& state, const std::string& name = "") {
+    std::size_t n = 0;
+    auto s = service(name);
+    for (auto& i : s["instances"].as_array())
+      n += state.empty() || i.as_object()["state"].as_string() == state;
+    return n;
+  }
+  std::int64_t number(const std::string& key, const std::string& name = "") {
+    return service(name)[key].to_number<std::int64_t>();
+  }
+  // Waits until the validation instance has come and gone: the service is at zero, untouched.
+  bool validated() {
+    return process->wait_for_line("\"event\":\"service.validated\"", 20s).has_value() &&
+           eventually([&] { return instances("") == 0; }, 10s);
+  }
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+
+  std::unique_ptr<Process> process;
+  int port = 0;
+  int admin_port = 0;
+};
+
+long h2load_count(const std::string& out, const std::string& what) {
+  // "requests: 100 total, 100 started, 100 done, 100 succeeded, 0 failed, ..." / "status codes: 5 2xx, ..."
+  auto at = out.find(" " + what);
+  if (at == std::string::npos) return -1;
+  auto start = out.rfind(' ', at - 1);
+  return std::stol(out.substr(start + 1, at - start - 1));
+}
+
+TEST(Gateway, FirstRequestAfterIdleWaitsForTheColdStartThenWarmRequestsReuseTheInstance) {
+  Gateway gw({"--", "/bin/sh", "-c", slow_app(0.3)});
+  ASSERT_TRUE(gw.validated()) << gw.process->stdout_text();
+  EXPECT_EQ(gw.number("cold_starts"), 0);
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = curl({gw.url("/")});
+  auto cold_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Hello from sluice-demo-app\n");
+  EXPECT_GE(cold_ms, 300) << "the request cannot finish before the app listens";
+  auto ready = gw.process->wait_for_line("\"event\":\"cold_start\"");
+  ASSERT_TRUE(ready);
+  RecordProperty("cold_request_ms", std::to_string(cold_ms));
+
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
+  EXPECT_EQ(gw.number("cold_starts"), 1);
+  EXPECT_EQ(gw.instances(""), 1u);
+  EXPECT_EQ(gw.number("requests_total"), 6);
+}
+
+TEST(Gateway, HundredConcurrentRequestsDuringAColdStartAllSucceed) {
+  Gateway gw({"--", "/bin/sh", "-c", slow_app(0.5)});
+  ASSERT_TRUE(gw.validated());
+  auto r = run_command({"h2load", "--h1", "-n100", "-c100", gw.url("/")}, 60s);
+  EXPECT_NE(r.out.find("100 succeeded, 0 failed, 0 errored"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("status codes: 100 2xx"), std::string::npos) << r.out;
+  EXPECT_EQ(gw.number("cold_starts"), 1);
+  EXPECT_EQ(gw.number("refused_total"), 0);
+}
+
+TEST(Gateway, AFullColdStartBufferAnswers503WithTheReason) {
+  TempFile cfg("sluice-gw.yaml", "services:\n  app:\n    command: " + slow_app(1.5) + "\n    buffer-size: 5\n");
+  Gateway gw({"--config", cfg.path()});
+  ASSERT_TRUE(gw.validated());
+  CommandResult load;
+  std::thread t([&] { load = run_command({"h2load", "--h1", "-n20", "-c20", gw.url("/")}, 60s); });
+  // Once five wait, the next request is refused at once, with the reason in the body.
+  ASSERT_TRUE(eventually([&] { return gw.number("queued") == 5; }, 10s));
+  auto r = curl({"-w", "\n%{http_code}", gw.url("/")});
+  t.join();
+  EXPECT_NE(r.out.find("service app: cold-start buffer full (5 requests waiting)\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.out.ends_with("\n503")) << r.out;
+  EXPECT_EQ(h2load_count(load.out, "2xx"), 5) << load.out;
+  EXPECT_EQ(h2load_count(load.out, "5xx"), 15) << load.out;
+}
+
+TEST(Gateway, ScalesOutToSeveralInstancesUnderLoadWithConcurrencyOne) {
+  TempFile cfg("sluice-gw.yaml", std::string("services:\n  app:\n    command: ") + DEMO_APP_BIN +
+                                     "\n    container-concurrency: 1\n    max-scale: 4\n    validate: false\n");
+  Gateway gw({"--config", cfg.path()});
+  std::size_t most_ready = 0;
+  CommandResult load;
+  std::thread t([&] { load = run_command({"h2load", "--h1", "-n300", "-c4", gw.url("/delay/40")}, 60s); });
+  eventually([&] {
+    most_ready = std::max(most_ready, gw.instances("ready") + gw.instances("frozen"));
+    return most_ready >= 2;
+  }, 30s);
+  t.join();
+  EXPECT_GE(most_ready, 2u);
+  EXPECT_NE(load.out.find("300 succeeded, 0 failed, 0 errored"), std::string::npos) << load.out;
+  EXPECT_NE(gw.process->stdout_text().find("\"event\":\"scale\""), std::string::npos);
+}
+
+TEST(Gateway, ScalesToZeroAfterTheGracePeriod) {
+  TempFile cfg("sluice-gw.yaml", std::string("services:\n  app:\n    command: ") + DEMO_APP_BIN +
+                                     "\n    validate: false\n    stable-window: 6s\n"
+                                     "    scale-to-zero-grace-period: 1s\n");
+  Gateway gw({"--config", cfg.path()});
+  ASSERT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
+  EXPECT_EQ(gw.instances(""), 1u);
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return gw.instances("") == 0; }, 40s)) << gw.process->stdout_text();
+  auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Not before the stable window has seen no traffic.
+  EXPECT_GE(waited, 4.0);
+  EXPECT_NE(gw.process->stdout_text().find("\"to\":0"), std::string::npos);
+  // And back from zero on the next request.
+  EXPECT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
+  EXPECT_EQ(gw.number("cold_starts"), 2);
+}
+
+// CPU ticks (user + system) of a process, from /proc/PID/stat.
+long cpu_ticks(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  long utime = 0, stime = 0;
+  for (int i = 3; fields >> f; ++i) {
+    if (i == 14) utime = std::stol(f);
+    if (i == 15) {
+      stime = std::stol(f);
+      break;
+    }
+  }
+  return utime + stime;
+}
+
+TEST(Gateway, AnIdleInstanceIsFrozenUsesNoCpuAndTheNextRequestThawsIt) {
+  // The app keeps a busy loop in the background, as an app with background work would.
+  std::string busy = std::string("(while :; do :; done) & exec ") + DEMO_APP_BIN;
+  Gateway gw({"--", "/bin/sh", "-c", busy});
+  auto throttle = std::string(gw.status()["throttle"].as_string());
+  if (throttle.rfind("cgroup", 0) != 0) GTEST_SKIP() << "no cgroup throttle here (" << throttle << ")";
+  ASSERT_TRUE(gw.validated());
+  ASSERT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
+  ASSERT_TRUE(eventually([&] { return gw.instances("frozen") == 1; }, 5s)) << json::serialize(gw.status());
+  int pid = static_cast<int>(gw.service()["instances"].as_array()[0].as_object()["pid"].to_number<std::int64_t>());
+  // The busy loop is the app's child (forked by the shell before it exec'd the app).
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  int loop_pid = 0;
+  children >> loop_pid;
+  ASSERT_GT(loop_pid, 0);
+  long before = cpu_ticks(loop_pid);
+  std::this_thread::sleep_for(300ms);  // the measured interval itself, not a wait for something to happen
+  EXPECT_EQ(cpu_ticks(loop_pid), before) << "a frozen instance must not run";
+
+  EXPECT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
+  EXPECT_TRUE(eventually([&] { return gw.instances("frozen") == 1; }, 5s));
+  EXPECT_EQ(gw.number("cold_starts"), 1);
+}
+
+TEST(Gateway, SigtermFinishesBufferedRequestsThenStopsTheInstances) {
+  Gateway gw({"--", "/bin/sh", "-c", slow_app(1.0)});
+  ASSERT_TRUE(gw.validated());
+  CommandResult load;
+  std::thread t([&] { load = run_command({"h2load", "--h1", "-n10", "-c10", gw.url("/")}, 60s); });
+  ASSERT_TRUE(eventually([&] { return gw.number("queued") == 10; }, 10s));
+  gw.process->signal(SIGTERM);
+  t.join();
+  EXPECT_NE(load.out.find("10 succeeded, 0 failed, 0 errored"), std::string::npos) << load.out;
+  EXPECT_EQ(exit_status(*gw.process, 20s), "exited 0");
+  EXPECT_NE(gw.process->stdout_text().find("\"event\":\"instance.stopped\""), std::string::npos);
+}
+
+TEST(Gateway, SigtermUnderLoadAnswersEveryAcceptedRequest) {
+  Gateway gw({"--no-throttle", "--", DEMO_APP_BIN});
+  ASSERT_TRUE(gw.validated());
+  CommandResult load;
+  std::thread t([&] { load = run_command({"h2load", "--h1", "-n20000", "-c20", gw.url("/")}, 60s); });
+  bool under_load = eventually([&] { return gw.number("requests_total") > 2000; }, 30s);
+  gw.process->signal(SIGTERM);
+  t.join();
+  ASSERT_TRUE(under_load);
+  EXPECT_EQ(exit_status(*gw.process, 20s), "exited 0");
+  // Requests sent after the listener closed are refused at connect: never accepted, never answered.
+  // Every answer that came back is a success, and at least everything before the signal was answered.
+  EXPECT_EQ(h2load_count(load.out, "5xx"), 0) << load.out;
+  EXPECT_EQ(h2load_count(load.out, "2xx"), h2load_count(load.out, "succeeded")) << load.out;
+  EXPECT_GT(h2load_count(load.out, "succeeded"), 2000) << load.out;
+}
+
+TEST(Gateway, ACrashedInstanceIsReportedAndReplaced) {
+  Gateway gw({"--no-throttle", "--", DEMO_APP_BIN});
+  ASSERT_TRUE(gw.validated());
+  EXPECT_EQ(curl({gw.url("/exit/3")}).out, "exiting 3\n");
+  auto crashed = gw.process->wait_for_line("\"event\":\"instance.crashed\"");
+  ASSERT_TRUE(crashed);
+  EXPECT_NE(crashed->find("exited with code 3"), std::string::npos) << *crashed;
+  EXPECT_EQ(gw.number("crashes"), 1);
+  EXPECT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
+  EXPECT_EQ(gw.instances("ready"), 1u);
+}
+
+TEST(Gateway, AnAppThatCannotStartGets503WithTheReason) {
+  Gateway gw({"--", "/bin/sh", "-c", "echo 'cannot open database' >&2; exit 4"});
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"instance.failed\"", 10s));
+  auto r = curl({"-w", "\n%{http_code}", gw.url("/")});
+  EXPECT_NE(r.out.find("service app failed to start: exited with code 4; last output: cannot open database"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n503"), std::string::npos) << r.out;
+}
+
+TEST(Gateway, RoutesByHostAndSendsUnknownHostsToTheDefault) {
+  TempFile cfg("sluice-gw.yaml", std::string("services:\n") +
+                                     "  front:\n    command: " + DEMO_APP_BIN + "\n    default: true\n" +
+                                     "  api:\n    command: [\"" + DEMO_APP_BIN + "\"]\n    hosts: [api.test]\n");
+  Gateway gw({"--config", cfg.path()});
+  auto get = [&](const std::string& host) {
+    return curl({"-H", "Host: " + host, gw.url("/env/K_SERVICE")}).out;
+  };
+  EXPECT_EQ(get("api.test"), "api\n");
+  EXPECT_EQ(get("API.test:8080"), "api\n");
+  EXPECT_EQ(get("front.localhost"), "front\n");
+  EXPECT_EQ(get("elsewhere.example"), "front\n");
+  EXPECT_EQ(gw.number("requests_total", "api"), 2);
+  EXPECT_EQ(gw.number("requests_total", "front"), 2);
+}
+
+TEST(Gateway, CheckValidatesAConfigAndNamesTheFileLineAndKey) {
+  TempFile good("sluice-gw.yaml", "services:\n  web:\n    command: ./server\n    max-scale: 3\n");
+  auto ok = run_command({SLUICE_BIN, "gateway", "--check", good.path()});
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_NE(ok.out.find("ok, 1 service: web (default)"), std::string::npos) << ok.out;
+
+  TempFile bad("sluice-gw.yaml", "services:\n  web:\n    command: ./server\n    max-scale: lots\n");
+  auto r = run_command({SLUICE_BIN, "gateway", "--check", bad.path()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(bad.path() + ": services.web: max-scale"), std::string::npos) << r.err;
+
+  TempFile typo("sluice-gw.yaml", "services:\n  web:\n    command: ./server\n    buffer-size: -1\n");
+  r = run_command({SLUICE_BIN, "gateway", "--check", typo.path()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(typo.path() + ":4: services.web.buffer-size"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sluice::test
