@@ -165,6 +165,7 @@ int run_instance(Args args) {
       .kv("cgroup", runtime.throttle().base.string());
   if (auto ok = runtime.check_handler(o.spec.handler); !ok) throw ConfigError(ok.error());
   const std::string id = o.spec.id;
+  o.spec.die_with_starter = true;  // started from this (the main) thread: a killed `sluice run` takes it along
   if (auto ok = runtime.create(o.spec); !ok) throw ConfigError(ok.error());
   if (auto ok = runtime.start(id); !ok) {
     log::error("instance failed to start").kv("event", "start_failed").kv("instance", id).kv("error", ok.error());

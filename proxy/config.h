@@ -29,6 +29,9 @@ struct Timeouts {
   Millis upstream_connect{Seconds(5)};
   Millis drain_in_flight{Seconds(60)};  // longest wait for in-flight exchanges at shutdown
   Millis drain_quiet_period{Seconds(30)};  // draining ends this long after the last ordinary request
+  // An idle keep-alive connection at shutdown stays open this long for a request already on its way
+  // (served with Connection: close) instead of being closed under the client's next request.
+  Millis drain_idle_close{100};
 };
 
 // SERVING_READINESS_PROBE: how the user container's readiness is checked for health checks.

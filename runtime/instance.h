@@ -25,6 +25,10 @@ struct InstanceSpec {
   std::filesystem::path rootfs;           // OCI handlers only: the root filesystem directory
   int port = 8080;                        // given as PORT
   std::string service, revision, configuration;  // K_SERVICE, K_REVISION, K_CONFIGURATION
+  // SIGKILL to the instance's process when the thread that started it ends, the whole runtime included
+  // (PR_SET_PDEATHSIG): nothing outlives a killed supervisor. Start it from a thread that lives as long
+  // as the runtime.
+  bool die_with_starter = false;
 };
 
 enum class InstanceState { created, running, exited };

@@ -2,6 +2,7 @@
 // cgroups and namespaces, and signalling its foreground process would not reach the container reliably.
 #include "runtime/oci_handler.h"
 
+#include <csignal>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -159,6 +160,7 @@ std::unique_ptr<Task> OciHandler::start(const StartRequest& req, std::string& er
   for (char** e = environ; *e; ++e) sr.env.emplace_back(*e);
   sr.stdout_fd = req.stdout_fd;
   sr.stderr_fd = req.stderr_fd;
+  sr.parent_death_signal = req.spec.die_with_starter ? SIGKILL : 0;
   auto spawned = spawn_process(sr);
   if (spawned.pid < 0) {
     error = spawned.error;

@@ -107,7 +107,7 @@ std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string
     if (!cg) return nullptr;
   }
   SpawnRequest sr{req.spec.command, req.env, req.spec.working_dir, req.stdout_fd, req.stderr_fd,
-                  cg ? cg->procs_fd() : -1};
+                  cg ? cg->procs_fd() : -1, req.spec.die_with_starter ? SIGKILL : 0};
   auto spawned = spawn_process(sr);
   if (cg) cg->close_procs_fd();
   if (spawned.pid < 0) {

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,7 +32,11 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   ::_exit(127);
 }
 
-[[noreturn]] void child(const SpawnRequest& req, const char* exe, char** argv, char** envp, int err_fd) {
+[[noreturn]] void child(const SpawnRequest& req, pid_t parent, const char* exe, char** argv, char** envp, int err_fd) {
+  if (req.parent_death_signal != 0) {
+    if (::prctl(PR_SET_PDEATHSIG, req.parent_death_signal) != 0) child_fail(err_fd, errno);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before the line above: nobody to serve
+  }
   // The parent may block signals (sluice run waits for SIGTERM with sigwait); the app must not inherit that.
   sigset_t none;
   sigemptyset(&none);
@@ -87,6 +92,7 @@ Spawned spawn_process(const SpawnRequest& req) {
     out.error = std::string("pipe: ") + std::strerror(errno);
     return out;
   }
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     out.error = std::string("fork: ") + std::strerror(errno);
@@ -94,7 +100,7 @@ Spawned spawn_process(const SpawnRequest& req) {
     ::close(err_pipe[1]);
     return out;
   }
-  if (pid == 0) child(req, exe.c_str(), argv.data(), envp.data(), err_pipe[1]);
+  if (pid == 0) child(req, parent, exe.c_str(), argv.data(), envp.data(), err_pipe[1]);
   ::close(err_pipe[1]);
   int child_errno = 0;
   ssize_t n;

@@ -16,6 +16,7 @@ struct SpawnRequest {
   int stdout_fd = -1;            // write ends, dup'ed onto 1 and 2 in the child
   int stderr_fd = -1;
   int cgroup_procs_fd = -1;      // when >= 0, the child writes "0" here before exec
+  int parent_death_signal = 0;   // when set, sent to the child when the thread that forked it ends
 };
 
 struct Spawned {

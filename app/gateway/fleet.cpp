@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 #include <boost/json/array.hpp>
 
@@ -133,6 +134,7 @@ Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_co
 Fleet::~Fleet() {
   stopping_ = true;
   tasks_.wait_all();
+  spawner_.join();
 }
 
 Fleet::Service* Fleet::route(std::string_view host) {
@@ -349,8 +351,14 @@ void Fleet::launch(Service* s, std::shared_ptr<Instance> inst) {
   spec.service = c.name;
   spec.configuration = c.name;
   spec.revision = c.name + "-00001";
-  if (auto ok = runtime_.create(spec); !ok) return start_failed(*s, inst, ok.error());
-  if (auto ok = runtime_.start(spec.id); !ok) return start_failed(*s, inst, ok.error());
+  spec.die_with_starter = true;
+  std::promise<std::string> started;
+  asio::post(spawner_, [&] {
+    if (auto ok = runtime_.create(spec); !ok) return started.set_value(ok.error());
+    auto ok = runtime_.start(spec.id);
+    started.set_value(ok ? std::string() : ok.error());
+  });
+  if (auto error = started.get_future().get(); !error.empty()) return start_failed(*s, inst, error);
   if (auto st = runtime_.status(spec.id)) {
     std::lock_guard lock(mu_);
     inst->pid = st->pid;

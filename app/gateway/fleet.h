@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 
 #include "app/gateway/config.h"
@@ -155,6 +156,9 @@ class Fleet final : public proxy::Backends {
   std::atomic<bool> stopping_{false};
   bool plain_output_ = false;
   Tasks tasks_;
+  // Instances are forked here: a thread that lives as long as the fleet, so that they die with it
+  // (InstanceSpec::die_with_starter) even when the gateway is killed outright.
+  asio::thread_pool spawner_{1};
 };
 
 }  // namespace sluice::app::gateway

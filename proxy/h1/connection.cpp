@@ -68,10 +68,15 @@ Connection::Connection(WorkerContext& worker, tcp::socket socket, std::string_vi
 Connection::~Connection() { worker_.connections.erase(this); }
 
 void Connection::close_when_idle() {
-  if (phase_ == Phase::awaiting_request) {
+  if (phase_ != Phase::awaiting_request) return;  // the exchange in progress ends the connection
+  auto grace = worker_.config.timeouts.drain_idle_close;
+  if (grace.count() <= 0 || down_buffer_.size() > 0) {
     error_code ec;
     down_.cancel(ec);
+    return;
   }
+  close_idle_at_ = Clock::now() + grace;
+  watchdog_.rearm();
 }
 
 void Connection::set_phase(Phase p) {
@@ -93,6 +98,7 @@ Clock::time_point Connection::next_deadline() const {
   switch (phase_) {
     case Phase::awaiting_request:
       consider(phase_start_, t.client_header);
+      d = std::min(d, close_idle_at_);
       break;
     case Phase::exchanging:
       consider(phase_start_, t.request);
@@ -134,8 +140,14 @@ asio::awaitable<void> serve(WorkerContext& worker, tcp::socket& socket, const st
 
 asio::awaitable<std::optional<h2::Handover>> Connection::run() {
   const auto& limits = worker_.config.limits;
-  while (!worker_.draining) {
+  while (true) {
     set_phase(Phase::awaiting_request);
+    // Shutting down: a keep-alive client may already be sending its next request; wait briefly for it.
+    if (worker_.draining) {
+      if (worker_.config.timeouts.drain_idle_close.count() <= 0 && down_buffer_.size() == 0) break;
+      close_idle_at_ = std::min(close_idle_at_, Clock::now() + worker_.config.timeouts.drain_idle_close);
+      watchdog_.rearm();
+    }
     // A streamed body may have grown the buffer: idle connections should not keep that memory.
     if (down_buffer_.size() == 0 && down_buffer_.capacity() > kIdleBufferBytes) down_buffer_.shrink_to_fit();
     RequestParser parser;
@@ -444,6 +456,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   if (down_framing == Framing::until_close) keep_alive = false;
   std::optional<std::uint64_t> content_length = to_std(rp->content_length());
 
+  if (worker_.draining) keep_alive = false;  // shutdown began during the exchange: say so in this response
   head_.clear();
   format_downstream_response(head_, res.base(), down_framing, content_length, keep_alive, upgraded,
                              req.version());

@@ -65,6 +65,7 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   bool response_started_ = false;
   bool linger_ = false;  // the connection ends after a local answer: drain what the client still sends
   Expired expired_ = Expired::nothing;
+  Clock::time_point close_idle_at_ = Clock::time_point::max();  // set at shutdown
   UpstreamConnection* upstream_ = nullptr;  // in use by the current exchange, for cancellation
   ExchangeRecord record_;
   std::optional<h2::UpgradeRequest> upgrade_;  // set once 101 went out for h2c
