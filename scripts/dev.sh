@@ -40,6 +40,33 @@ build() {
   cmake --build --preset "$preset"
 }
 
+run_gateway_demo() {
+  deps
+  build release
+  local port=${PORT:-8080} admin=${ADMIN_PORT:-8022}
+  build/release/app/sluice gateway --listen "127.0.0.1:$port" --admin "127.0.0.1:$admin" "$@" \
+    -- build/release/demo/sluice-demo-app &
+  local pid=$!
+  trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null' EXIT INT TERM
+  # The gateway first proves the app can start, then scales it to zero until a request comes.
+  local i
+  for i in $(seq 400); do
+    curl -sf "http://127.0.0.1:$admin/.sluice/status" 2>/dev/null | grep -q '"validated":true,.*"instances":\[\]' && break
+    kill -0 "$pid" 2>/dev/null || exit 1
+    sleep 0.05
+  done
+  echo
+  curl -s -o /dev/null -w "first request (cold start: the app starts now):  %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/"
+  for i in 1 2 3; do
+    curl -s -o /dev/null -w "warm request:                                     %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/"
+  done
+  echo
+  echo "sluice gateway serves http://127.0.0.1:$port/ (status: curl http://127.0.0.1:$admin/.sluice/status)."
+  echo "The app is frozen between requests and scales to zero after a minute idle. Ctrl-C drains and stops."
+  echo
+  wait "$pid"
+}
+
 run_demo() {
   deps
   build release
@@ -73,10 +100,11 @@ run_tests() {
 }
 
 case "${1:-}" in
-  run) shift; run_demo "$@" ;;
+  run) shift; run_gateway_demo "$@" ;;
+  run-sidecar) shift; run_demo "$@" ;;
   test) run_tests ;;
   build) deps; build "${2:-release}" ;;
   bench) shift; deps; build release; exec bench/run.sh "$@" ;;
   deps) deps ;;
-  *) echo "usage: scripts/dev.sh run|test|build [preset]|bench|deps" >&2; exit 2 ;;
+  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps" >&2; exit 2 ;;
 esac

@@ -400,6 +400,7 @@ void Fleet::became_ready(Service& s, const std::shared_ptr<Instance>& inst) {
     inst->ready_at = now;
     s.failures = 0;
     s.failed_reason.clear();
+    s.validated = true;
     log::info("instance ready").kv("event", "instance.ready").kv("service", s.config.name).kv("instance", inst->id)
         .kv("port", static_cast<unsigned>(inst->port)).kv("start_ms", ms_between(inst->created, now));
     if (s.cold_start_since) {
@@ -692,6 +693,7 @@ json::object Fleet::status() const {
     o["refused_total"] = s->refused;
     o["cold_starts"] = s->cold_starts;
     o["crashes"] = s->crashes;
+    o["validated"] = s->validated;
     if (s->last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(s->last_cold_start_ms * 10) / 10;
     if (!s->failed_reason.empty()) o["failed"] = s->failed_reason;
     json::array instances;

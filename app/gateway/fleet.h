@@ -118,6 +118,7 @@ class Fleet final : public proxy::Backends {
     std::size_t cold_start_buffered = 0;
     std::uint64_t requests_total = 0, cold_starts = 0, crashes = 0, refused = 0;
     double last_cold_start_ms = -1;
+    bool validated = false;  // an instance has become ready at least once
   };
   class Hold;  // the lease's hold: releases the instance when the exchange ends
 

@@ -93,7 +93,8 @@ TEST_F(Stats, ActivatorRequestsCountAsProxied) {
 }
 
 TEST_F(Stats, RequestRatesOverThePeriodsAddUpToTheArrivals) {
-  // Each period's sample is told apart by its uptime; ~1 s periods make rate x 1 s = arrivals.
+  // Each period's sample is told apart by its uptime, and the uptimes' differences are the periods'
+  // lengths, so rate x length = arrivals even when a loaded machine stretches a period.
   double before = stat().process_uptime();
   for (int i = 0; i < 10; ++i) ASSERT_EQ(curl({sidecar.url("/")}).exit_code, 0);
   for (int i = 0; i < 4; ++i) ASSERT_EQ(curl({"-H", "K-Proxy-Request: activator", sidecar.url("/")}).exit_code, 0);
@@ -104,10 +105,11 @@ TEST_F(Stats, RequestRatesOverThePeriodsAddUpToTheArrivals) {
     if (s.process_uptime() > before) samples[s.process_uptime()] = {s.request_count(), s.proxied_request_count()};
     std::this_thread::sleep_for(50ms);  // polling interval, not a wait for an outcome
   }
-  double total = 0, proxied = 0;
+  double total = 0, proxied = 0, period_start = before;
   for (const auto& [uptime, rates] : samples) {
-    total += rates.first;
-    proxied += rates.second;
+    total += rates.first * (uptime - period_start);
+    proxied += rates.second * (uptime - period_start);
+    period_start = uptime;
   }
   EXPECT_NEAR(total, 14.0, 0.5);
   EXPECT_NEAR(proxied, 4.0, 0.2);
