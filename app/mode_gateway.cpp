@@ -148,6 +148,11 @@ int run_gateway(Args args) {
     return 0;
   }
   const gw::GatewayConfig& cfg = *cli.config;
+  if (const char* level = std::getenv("SLUICE_LOG_LEVEL")) {
+    log::Level l = log::Level::info;
+    if (!log::parse_level(level, l)) throw ConfigError(std::string("SLUICE_LOG_LEVEL=") + level + " is not debug, info, warn or error");
+    log::set_level(l);
+  }
   if (cli.check) {
     std::printf("%s: ok, %zu service%s:", cfg.source.c_str(), cfg.services.size(), cfg.services.size() == 1 ? "" : "s");
     for (const auto& s : cfg.services) std::printf(" %s%s", s.name.c_str(), s.is_default ? " (default)" : "");
@@ -244,9 +249,9 @@ int run_gateway(Args args) {
   std::thread control_thread([&] { control.run(); });
   finished.get_future().wait();
   drainer.join();
-  admin.close();
   control.stop();
   control_thread.join();
+  admin.close();  // the control thread is gone: nothing else touches the acceptor now
   fleet_ptr = nullptr;
   log::info("stopped");
   return 0;

@@ -1,6 +1,7 @@
 // Process tasks: signals go to the process group; freeze goes through the cgroup or SIGSTOP.
 #include "runtime/process_handler.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -107,8 +108,11 @@ std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string
     if (!cg) return nullptr;
   }
   SpawnRequest sr{req.spec.command, req.env, req.spec.working_dir, req.stdout_fd, req.stderr_fd,
-                  cg ? cg->procs_fd() : -1, req.spec.die_with_starter ? SIGKILL : 0};
+                  cg ? cg->procs_fd() : -1, -1, req.spec.die_with_starter ? SIGKILL : 0};
+  const bool v2 = throttle_.kind == ThrottleKind::cgroup2_freeze || throttle_.kind == ThrottleKind::cgroup2_cpu_max;
+  if (cg && v2) sr.cgroup_dir_fd = ::open(cg->dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   auto spawned = spawn_process(sr);
+  if (sr.cgroup_dir_fd >= 0) ::close(sr.cgroup_dir_fd);
   if (cg) cg->close_procs_fd();
   if (spawned.pid < 0) {
     error = spawned.error;

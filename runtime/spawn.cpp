@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/close_range.h>
+#include <linux/sched.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 extern char** environ;
@@ -32,7 +34,8 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   ::_exit(127);
 }
 
-[[noreturn]] void child(const SpawnRequest& req, pid_t parent, const char* exe, char** argv, char** envp, int err_fd) {
+[[noreturn]] void child(const SpawnRequest& req, pid_t parent, bool in_cgroup, const char* exe, char** argv,
+                        char** envp, int err_fd) {
   if (req.parent_death_signal != 0) {
     if (::prctl(PR_SET_PDEATHSIG, req.parent_death_signal) != 0) child_fail(err_fd, errno);
     if (::getppid() != parent) ::_exit(127);  // the parent died before the line above: nobody to serve
@@ -43,7 +46,7 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
   if (::setpgid(0, 0) != 0) child_fail(err_fd, errno);
-  if (req.cgroup_procs_fd >= 0 && ::write(req.cgroup_procs_fd, "0", 1) != 1) child_fail(err_fd, errno);
+  if (!in_cgroup && req.cgroup_procs_fd >= 0 && ::write(req.cgroup_procs_fd, "0", 1) != 1) child_fail(err_fd, errno);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0 || ::dup2(devnull, 0) < 0) child_fail(err_fd, errno);
   if (::dup2(req.stdout_fd, 1) < 0 || ::dup2(req.stderr_fd, 2) < 0) child_fail(err_fd, errno);
@@ -93,14 +96,26 @@ Spawned spawn_process(const SpawnRequest& req) {
     return out;
   }
   const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  bool in_cgroup = false;
+  pid_t pid = -1;
+  if (req.cgroup_dir_fd >= 0) {
+    // fork() semantics (no CLONE_VM, SIGCHLD at exit), born in the cgroup. The child makes only raw
+    // system calls before exec, so skipping glibc's fork bookkeeping is safe.
+    clone_args args{};
+    args.flags = CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = static_cast<std::uint64_t>(req.cgroup_dir_fd);
+    pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+    in_cgroup = pid >= 0;
+  }
+  if (pid < 0) pid = ::fork();
   if (pid < 0) {
     out.error = std::string("fork: ") + std::strerror(errno);
     ::close(err_pipe[0]);
     ::close(err_pipe[1]);
     return out;
   }
-  if (pid == 0) child(req, parent, exe.c_str(), argv.data(), envp.data(), err_pipe[1]);
+  if (pid == 0) child(req, parent, in_cgroup, exe.c_str(), argv.data(), envp.data(), err_pipe[1]);
   ::close(err_pipe[1]);
   int child_errno = 0;
   ssize_t n;

@@ -299,10 +299,11 @@ void Fleet::freeze_if_idle(Service& s, const std::shared_ptr<Instance>& inst) {
 
 void Fleet::on_connection() {
   // The request's Host is not known yet: warm the default service, whose requests these mostly are.
-  if (!default_ || !default_->throttling) return;
+  if (!default_) return;
   std::string id;
   {
     std::lock_guard lock(mu_);
+    if (!default_->throttling) return;
     auto inst = pick(*default_);
     if (!inst || !inst->frozen || inst->in_flight != 0) return;
     inst->frozen = false;
@@ -353,12 +354,15 @@ void Fleet::launch(Service* s, std::shared_ptr<Instance> inst) {
   spec.revision = c.name + "-00001";
   spec.die_with_starter = true;
   std::promise<std::string> started;
+  Clock::time_point created_at;
   asio::post(spawner_, [&] {
     if (auto ok = runtime_.create(spec); !ok) return started.set_value(ok.error());
+    created_at = Clock::now();
     auto ok = runtime_.start(spec.id);
     started.set_value(ok ? std::string() : ok.error());
   });
   if (auto error = started.get_future().get(); !error.empty()) return start_failed(*s, inst, error);
+  const auto spawned = Clock::now();
   if (auto st = runtime_.status(spec.id)) {
     std::lock_guard lock(mu_);
     inst->pid = st->pid;
@@ -376,7 +380,11 @@ void Fleet::launch(Service* s, std::shared_ptr<Instance> inst) {
     if (stopping_) return;
     auto st = runtime_.status(spec.id);
     if (!st || st->state == runtime::InstanceState::exited) return;  // handle_exit reports it
-    if (runtime::probe_once(probe, error)) return became_ready(*s, inst);
+    if (runtime::probe_once(probe, error)) {
+      log::debug("instance listening").kv("instance", inst->id).kv("create_ms", ms_between(inst->created, created_at)).kv("spawn_ms", ms_between(inst->created, spawned))
+          .kv("listen_ms", ms_between(spawned, Clock::now()));
+      return became_ready(*s, inst);
+    }
     auto now = Clock::now();
     if (now >= deadline) {
       return start_failed(*s, inst, "not listening on PORT " + std::to_string(inst->port) + " after " +
@@ -664,10 +672,15 @@ void Fleet::stop_all() {
     }
   }
   tasks_.wait_all();
-  error_code ignore;
-  stat_timer_.cancel();
-  scale_timer_.cancel();
-  housekeeping_timer_.cancel();
+  // The timers belong to the control thread, which is still running: cancel them there.
+  std::promise<void> cancelled;
+  asio::post(control_, [&] {
+    stat_timer_.cancel();
+    scale_timer_.cancel();
+    housekeeping_timer_.cancel();
+    cancelled.set_value();
+  });
+  cancelled.get_future().wait();
 }
 
 json::object Fleet::status() const {
