@@ -180,7 +180,9 @@ int run_gateway(Args args) {
 
   auto fleet = std::make_shared<gw::Fleet>(cfg, runtime, control);
   fleet_ptr = fleet.get();
-  fleet->set_plain_output(cfg.status_output == "tty" || (cfg.status_output == "auto" && ::isatty(STDOUT_FILENO)));
+  const bool terminal = cfg.status_output == "tty" || (cfg.status_output == "auto" && ::isatty(STDOUT_FILENO));
+  fleet->set_plain_output(terminal);
+  log::set_plain(terminal);
   {
     auto line = log::info("gateway starting");
     line.kv("event", "gateway").kv("throttle", runtime::to_string(runtime.throttle().kind))

@@ -15,6 +15,16 @@ namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::info)};
 std::string g_static_fields;  // written once before workers start
+std::atomic<bool> g_plain{false};
+
+// Plain lines: `12:00:00.123 message key=value ...`, values quoted only when they hold spaces.
+void append_plain_value(std::string& out, std::string_view v) {
+  if (!v.empty() && v.find_first_of(" \t\"") == std::string_view::npos) {
+    out.append(v);
+    return;
+  }
+  append_json_string(out, v);
+}
 
 const char* level_name(Level l) {
   switch (l) {
@@ -31,6 +41,7 @@ const char* level_name(Level l) {
 void set_level(Level l) { g_level.store(static_cast<int>(l), std::memory_order_relaxed); }
 Level level() { return static_cast<Level>(g_level.load(std::memory_order_relaxed)); }
 void set_static_fields(std::string fields) { g_static_fields = std::move(fields); }
+void set_plain(bool on) { g_plain.store(on, std::memory_order_relaxed); }
 
 bool parse_level(std::string_view t, Level& out) {
   if (t == "debug") out = Level::debug;
@@ -91,9 +102,18 @@ void write_line(std::string& line) {
   }
 }
 
-Line::Line(Level l, std::string_view message) : enabled_(l >= level()) {
+Line::Line(Level l, std::string_view message) : enabled_(l >= level()), plain_(g_plain.load(std::memory_order_relaxed)) {
   if (!enabled_) return;
   buf_.reserve(256);
+  if (plain_) {
+    std::string ts;
+    append_timestamp(ts);
+    buf_.append(ts, 11, 12);  // HH:MM:SS.mmm
+    if (l != Level::info) buf_.append(" ").append(level_name(l));
+    buf_.push_back(' ');
+    buf_.append(message);
+    return;
+  }
   buf_ += "{\"severity\":\"";
   buf_ += level_name(l);
   buf_ += "\",\"timestamp\":\"";
@@ -108,24 +128,34 @@ Line::Line(Level l, std::string_view message) : enabled_(l >= level()) {
 
 Line::~Line() {
   if (!enabled_) return;
-  buf_.push_back('}');
+  if (!plain_) buf_.push_back('}');
   write_line(buf_);
 }
 
-Line& Line::kv(std::string_view k, std::string_view v) {
-  if (!enabled_) return *this;
+bool Line::key(std::string_view k) {
+  if (!enabled_) return false;
+  if (plain_) {
+    if (k == "event") return false;  // the message says it already
+    buf_.push_back(' ');
+    buf_.append(k);
+    buf_.push_back('=');
+    return true;
+  }
   buf_.push_back(',');
   append_json_string(buf_, k);
   buf_.push_back(':');
-  append_json_string(buf_, v);
+  return true;
+}
+
+Line& Line::kv(std::string_view k, std::string_view v) {
+  if (!key(k)) return *this;
+  if (plain_) append_plain_value(buf_, v);
+  else append_json_string(buf_, v);
   return *this;
 }
 
 Line& Line::kv(std::string_view k, std::int64_t v) {
-  if (!enabled_) return *this;
-  buf_.push_back(',');
-  append_json_string(buf_, k);
-  buf_.push_back(':');
+  if (!key(k)) return *this;
   char tmp[24];
   auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
   buf_.append(tmp, r.ptr);
@@ -133,10 +163,7 @@ Line& Line::kv(std::string_view k, std::int64_t v) {
 }
 
 Line& Line::kv(std::string_view k, std::uint64_t v) {
-  if (!enabled_) return *this;
-  buf_.push_back(',');
-  append_json_string(buf_, k);
-  buf_.push_back(':');
+  if (!key(k)) return *this;
   char tmp[24];
   auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
   buf_.append(tmp, r.ptr);
@@ -144,10 +171,7 @@ Line& Line::kv(std::string_view k, std::uint64_t v) {
 }
 
 Line& Line::kv(std::string_view k, double v) {
-  if (!enabled_) return *this;
-  buf_.push_back(',');
-  append_json_string(buf_, k);
-  buf_.push_back(':');
+  if (!key(k)) return *this;
   char tmp[32];
   int n = std::snprintf(tmp, sizeof tmp, "%.6g", v);
   buf_.append(tmp, static_cast<std::size_t>(n));
@@ -155,10 +179,8 @@ Line& Line::kv(std::string_view k, double v) {
 }
 
 Line& Line::kv(std::string_view k, bool v) {
-  if (!enabled_) return *this;
-  buf_.push_back(',');
-  append_json_string(buf_, k);
-  buf_ += v ? ":true" : ":false";
+  if (!key(k)) return *this;
+  buf_ += v ? "true" : "false";
   return *this;
 }
 

@@ -15,6 +15,8 @@ Level level();
 // Extra fields on every line (Knative adds knative.dev/key and knative.dev/pod).
 void set_static_fields(std::string json_fields_without_braces);
 bool parse_level(std::string_view text, Level& out);
+// Human lines (`12:00:00.123 message key=value`) instead of JSON, for a terminal.
+void set_plain(bool on);
 
 // Appends `text` as a JSON string literal (with quotes) to `out`.
 void append_json_string(std::string& out, std::string_view text);
@@ -40,7 +42,10 @@ class Line {
   Line& kv(std::string_view key, bool value);
 
  private:
+  bool key(std::string_view k);  // appends the key; false when nothing is to be written
+
   bool enabled_;
+  bool plain_ = false;
   std::string buf_;
 };
 

@@ -415,7 +415,8 @@ void Fleet::became_ready(Service& s, const std::shared_ptr<Instance>& inst) {
       s.last_cold_start_ms = ms_between(*s.cold_start_since, now);
       ++s.cold_starts;
       log::info("cold start " + s.config.name + ": 0→1 in " + std::to_string(static_cast<long long>(s.last_cold_start_ms)) +
-                " ms (" + std::to_string(s.cold_start_buffered) + " requests buffered)")
+                " ms (" + std::to_string(s.cold_start_buffered) + (s.cold_start_buffered == 1 ? " request" : " requests") +
+                " buffered)")
           .kv("event", "cold_start").kv("service", s.config.name).kv("ms", s.last_cold_start_ms)
           .kv("buffered", static_cast<std::uint64_t>(s.cold_start_buffered));
       s.cold_start_since.reset();

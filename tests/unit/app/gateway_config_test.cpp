@@ -1,0 +1,139 @@
+// sluice gateway's configuration: YAML, Procfile and the one-liner, with errors that name the file, the
+// line and the key.
+#include <gtest/gtest.h>
+
+#include "app/gateway/config.h"
+#include "common/config_error.h"
+
+namespace sluice::app::gateway {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_yaml(yaml, "sluice.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GatewayConfig, OneLinerIsOneDefaultThrottledServiceOn8080StartedOnDemand) {
+  auto g = one_liner({"./server", "--flag"});
+  ASSERT_EQ(g.services.size(), 1u);
+  const auto& s = g.services[0];
+  EXPECT_EQ(g.port, 8080);
+  EXPECT_EQ(s.name, "app");
+  EXPECT_TRUE(s.is_default);
+  EXPECT_EQ(s.command, (std::vector<std::string>{"./server", "--flag"}));
+  EXPECT_TRUE(throttling_on(g, s));
+  EXPECT_TRUE(scale_to_zero_on(g, s));
+  EXPECT_EQ(s.scaling.initial_scale, 0);
+  EXPECT_EQ(s.scaling.min_scale, 0);
+}
+
+TEST(GatewayConfig, YamlServicesWithKnativeAutoscalingKeys) {
+  auto g = parse_yaml(R"(
+listen: 0.0.0.0:9000
+admin: 9001
+request-timeout: 90s
+features: {throttling: allowed, scale-to-zero: enabled}
+autoscaler:
+  stable-window: 10s
+services:
+  web:
+    command: ./web --port $PORT
+    hosts: [Web.Test, www.test]
+    default: true
+    env: {MODE: dev}
+    container-concurrency: 2
+    max-scale: 3
+    features: {throttling: true}
+  worker:
+    command: ["./worker", "-v"]
+    buffer-size: 7
+    buffer-timeout: 1500ms
+)", "sluice.yaml");
+  EXPECT_EQ(g.listen_address, "0.0.0.0");
+  EXPECT_EQ(g.port, 9000);
+  EXPECT_EQ(g.admin_address, "127.0.0.1");
+  EXPECT_EQ(g.admin_port, 9001);
+  EXPECT_EQ(g.request_timeout, std::chrono::seconds(90));
+  ASSERT_EQ(g.services.size(), 2u);
+  const auto& web = g.services[0];
+  EXPECT_EQ(web.command, (std::vector<std::string>{"/bin/sh", "-c", "exec ./web --port $PORT"}));
+  EXPECT_EQ(web.hosts, (std::vector<std::string>{"web.test", "www.test"}));
+  EXPECT_EQ(web.env.at("MODE"), "dev");
+  EXPECT_EQ(web.scaling.container_concurrency, 2);
+  EXPECT_EQ(web.scaling.max_scale, 3);
+  EXPECT_EQ(web.scaling.stable_window, std::chrono::seconds(10));
+  EXPECT_TRUE(throttling_on(g, web));
+  const auto& worker = g.services[1];
+  EXPECT_EQ(worker.command, (std::vector<std::string>{"./worker", "-v"}));
+  EXPECT_EQ(worker.hosts, (std::vector<std::string>{"worker.localhost"}));
+  EXPECT_FALSE(worker.is_default);
+  EXPECT_EQ(worker.buffer_size, 7u);
+  EXPECT_EQ(worker.buffer_timeout, std::chrono::milliseconds(1500));
+  EXPECT_FALSE(throttling_on(g, worker)) << "allowed means opt-in";
+}
+
+TEST(GatewayConfig, ACompoundShellCommandKeepsItsShell) {
+  auto g = parse_yaml("services:\n  a:\n    command: sleep 1; ./a\n", "f.yaml");
+  EXPECT_EQ(g.services[0].command, (std::vector<std::string>{"/bin/sh", "-c", "sleep 1; ./a"}));
+}
+
+TEST(GatewayConfig, ProcfileLinesAreServicesAndTheFirstIsTheDefault) {
+  auto g = parse_procfile("# comment\nweb: ./web\n\nworker:  ./worker --queue q\n", "Procfile");
+  ASSERT_EQ(g.services.size(), 2u);
+  EXPECT_EQ(g.services[0].name, "web");
+  EXPECT_TRUE(g.services[0].is_default);
+  EXPECT_EQ(g.services[1].command, (std::vector<std::string>{"/bin/sh", "-c", "exec ./worker --queue q"}));
+  EXPECT_EQ(g.services[1].hosts, (std::vector<std::string>{"worker.localhost"}));
+  try {
+    parse_procfile("web ./web\n", "Procfile");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "Procfile:1: expected 'name: command'");
+  }
+}
+
+TEST(GatewayConfig, ErrorsNameTheFileTheLineAndTheKey) {
+  EXPECT_EQ(error_of("services:\n  web:\n    command: x\n    buffer-size: many\n"),
+            "sluice.yaml:4: services.web.buffer-size: 'many' is not a whole number in [0, 1000000]");
+  EXPECT_EQ(error_of("services:\n  web:\n    command: x\n    grace-period: soon\n"),
+            "sluice.yaml:4: services.web.grace-period: 'soon' is not a duration such as 30s, 1m30s or 500ms");
+  EXPECT_EQ(error_of("services:\n  web:\n    hosts: [a]\n"), "sluice.yaml:3: services.web.command: is required");
+  EXPECT_EQ(error_of("listen: 8080\n"), "sluice.yaml: services: must map service names to their settings");
+  EXPECT_NE(error_of("lisen: 8080\nservices: {a: {command: x}}\n").find("sluice.yaml:1: lisen: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of("services:\n  web:\n    command: x\n    max-scale: -2\n").find("sluice.yaml: services.web: "),
+            std::string::npos);
+  EXPECT_NE(error_of("services: [\n").find("sluice.yaml:"), std::string::npos);
+}
+
+TEST(GatewayConfig, FeatureStatesFollowKnative) {
+  EXPECT_EQ(error_of("features: {throttling: disabled}\nservices:\n  a:\n    command: x\n    features: {throttling: true}\n"),
+            "sluice.yaml: services.a.features.throttling: the feature is disabled for this gateway "
+            "(features.throttling: disabled)");
+  auto g = parse_yaml("features: {throttling: enabled, scale-to-zero: disabled}\nservices:\n  a:\n    command: x\n"
+                      "  b:\n    command: y\n    features: {throttling: false}\n", "f.yaml");
+  EXPECT_TRUE(throttling_on(g, g.services[0]));
+  EXPECT_FALSE(throttling_on(g, g.services[1])) << "a service may still opt out of an enabled feature";
+  EXPECT_FALSE(scale_to_zero_on(g, g.services[0]));
+  EXPECT_EQ(g.services[0].scaling.min_scale, 1) << "no scale to zero: at least one instance";
+  EXPECT_NE(error_of("features: {h2c-upstream: allowed}\nservices:\n  a:\n    command: x\n    features: {h2c-upstream: true}\n")
+                .find("not available"),
+            std::string::npos);
+}
+
+TEST(GatewayConfig, HostsAndNamesMustBeUniqueAndOneDefaultAtMost) {
+  EXPECT_EQ(error_of("services:\n  a: {command: x, hosts: [h.test]}\n  b: {command: y, hosts: [H.test]}\n"),
+            "sluice.yaml: services.b.hosts: 'h.test' is routed to another service too");
+  EXPECT_EQ(error_of("services:\n  a: {command: x, default: true}\n  b: {command: y, default: true}\n"),
+            "sluice.yaml: more than one service has default: true");
+  EXPECT_NE(error_of("services:\n  a: {command: x, port: 9000}\n").find("a fixed port allows one instance only"),
+            std::string::npos);
+  EXPECT_TRUE(error_of("services:\n  a: {command: x, port: 9000, max-scale: 1}\n").empty());
+}
+
+}  // namespace
+}  // namespace sluice::app::gateway
