@@ -44,6 +44,16 @@ class Worker {
   void begin_shutdown() {
     asio::post(io_, [this] {
       error_code ec;
+      // Connections the kernel has completed but nobody accepted yet would be reset by the close:
+      // take them and serve their first request (with Connection: close) like any other.
+      acceptor_.non_blocking(true, ec);
+      while (!ec && acceptor_.is_open()) {
+        tcp::socket socket(io_);
+        acceptor_.accept(socket, ec);
+        if (ec) break;
+        open_.fetch_add(1, std::memory_order_relaxed);
+        serve(std::move(socket));
+      }
       acceptor_.close(ec);
       context_.draining = true;
       context_.close_idle();
@@ -79,6 +89,13 @@ class Worker {
         continue;
       }
       if (context_.shared.backends) context_.shared.backends->on_connection();
+      serve(std::move(socket));
+    }
+  }
+
+  // `open_` counts the connection already; the completion handler uncounts it.
+  void serve(tcp::socket socket) {
+    {
       asio::co_spawn(io_, serve_plain(context_, std::move(socket)),
                      [this](std::exception_ptr e) {
                        open_.fetch_sub(1, std::memory_order_relaxed);

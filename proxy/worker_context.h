@@ -33,7 +33,9 @@ struct WorkerContext {
         pool(ex, upstream, c.upstream_max_idle, c.timeouts.upstream_connect),
         executor(ex) {}
 
-  // The pool for an instance chosen by the backends (gateway), made on first use.
+  // The pool for an instance chosen by the backends (gateway), made on first use and kept (exchanges in
+  // flight hold references to it); instance ports come from the kernel's ephemeral range, which bounds
+  // how many there can be.
   UpstreamPool& pool_for(const tcp::endpoint& ep) {
     if (ep == pool.endpoint()) return pool;
     auto& p = instance_pools[ep];

@@ -70,7 +70,7 @@ Connection::~Connection() { worker_.connections.erase(this); }
 void Connection::close_when_idle() {
   if (phase_ != Phase::awaiting_request) return;  // the exchange in progress ends the connection
   auto grace = worker_.config.timeouts.drain_idle_close;
-  if (grace.count() <= 0 || down_buffer_.size() > 0) {
+  if (grace.count() <= 0 && down_buffer_.size() == 0) {
     error_code ec;
     down_.cancel(ec);
     return;
