@@ -64,6 +64,8 @@ struct Stream {
   bool timed_out = false;
   bool response_started = false;  // the head went to nghttp2: only the whole-request timeout applies now
   Clock::time_point request_deadline = Clock::time_point::max();
+  Clock::time_point start;       // the exchange's
+  Clock::time_point last_write;  // nghttp2 last took response bytes (REVISION_IDLE_TIMEOUT counts from it)
 
   beast::flat_buffer request_body;  // received from the client, not yet written to the app
   beast::flat_buffer request_sending;  // being written to the app (request_body keeps filling meanwhile)
@@ -126,6 +128,7 @@ class Session final : public ConnectionHandle {
   asio::awaitable<void> forward(std::shared_ptr<Stream> s);
   asio::awaitable<void> pump_request(Stream& s, UpstreamConnection& up, Framing framing, error_code& result);
   asio::awaitable<void> stream_deadline(std::shared_ptr<Stream> s);
+  Clock::time_point stream_due(const Stream& s) const;
   void submit_local(Stream& s, const LocalAnswer& a);
   void submit_head(Stream& s, const http::response_header<>& res, bool with_body);
   void reset_stream(Stream& s, std::uint32_t error);
@@ -251,6 +254,7 @@ ssize_t Session::read_response(nghttp2_session* ng, int32_t id, uint8_t* buf, si
   if (n > 0) {
     std::memcpy(buf, s->response_body.data().data(), n);
     s->response_body.consume(n);
+    s->last_write = Clock::now();
     s->response_space.notify();
   }
   if (s->response_body.size() == 0 && s->response_done) {
@@ -380,13 +384,24 @@ void Session::launch(std::shared_ptr<Stream> s) {
   });
 }
 
+// The stream's earliest pending deadline: the whole request; the response start until it started; the
+// idle limit since the last response bytes (or the start).
+Clock::time_point Session::stream_due(const Stream& s) const {
+  const auto& t = worker_.config.timeouts;
+  auto d = s.request_deadline;
+  if (!s.response_started && t.response_start.count() > 0) d = std::min(d, s.start + t.response_start);
+  if (t.idle.count() > 0) d = std::min(d, s.last_write + t.idle);
+  return d;
+}
+
 asio::awaitable<void> Session::stream_deadline(std::shared_ptr<Stream> s) {
   while (true) {
     auto [ec] = co_await s->deadline->async_wait(use_nothrow);
     if (ec || s->closed || s->response_done) co_return;  // cancelled: the exchange ended in time
-    // The response-start deadline is moot once the response started; the whole-request one is not.
-    if (s->response_started && Clock::now() < s->request_deadline) {
-      s->deadline->expires_at(s->request_deadline);
+    // Deadlines move (the response started, bytes went out): wait again for a later one.
+    auto due = stream_due(*s);
+    if (Clock::now() < due) {
+      s->deadline->expires_at(due);
       continue;
     }
     break;
@@ -510,8 +525,9 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     }
   } stop_deadline{*s};
   if (config.timeouts.request.count() > 0) s->request_deadline = record.start + config.timeouts.request;
-  if (deadline != Clock::time_point::max()) {
-    s->deadline.emplace(socket_.get_executor(), deadline);
+  s->start = s->last_write = record.start;
+  if (auto due = stream_due(*s); due != Clock::time_point::max()) {
+    s->deadline.emplace(socket_.get_executor(), due);
     asio::co_spawn(socket_.get_executor(), stream_deadline(s), asio::detached);
   }
 
@@ -613,6 +629,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
   }
   submit_head(*s, res.base(), up_framing != Framing::none);
   s->response_started = true;
+  s->last_write = Clock::now();
 
   // Response body: read from the app only while the buffer toward the client has room.
   std::uint64_t remaining = up_framing == Framing::length ? parser.content_length().value_or(0) : 0;

@@ -116,6 +116,20 @@ TEST(H2Timeouts, ResponseStartTimeoutDoesNotCutAResponseThatStarted) {
   EXPECT_EQ(late.out, "request timeout\n 504");
 }
 
+TEST(H2Timeouts, IdleTimeoutCutsAStalledStreamAndAnswers504BeforeAnyResponse) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"REVISION_IDLE_TIMEOUT_SECONDS", "1"}}}};
+  // 300 ms between pieces keeps the stream alive past the 1 s limit; a 2500 ms stall does not.
+  auto ok = curl({"--http2-prior-knowledge", sidecar.url("/slow-body/5/300")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("chunk 4\n"), std::string::npos) << ok.out;
+  auto cut = curl({"--http2-prior-knowledge", sidecar.url("/slow-body/3/2500")});
+  EXPECT_NE(cut.exit_code, 0) << cut.out;  // the stream was reset: the body never completed
+  EXPECT_EQ(cut.out.find("chunk 1\n"), std::string::npos) << cut.out;
+  auto silent = curl({"--http2-prior-knowledge", "-w", " %{http_code}", sidecar.url("/delay/5000")});
+  EXPECT_EQ(silent.out, "request timeout\n 504");
+}
+
 TEST(H2Limits, PlainPortWithoutH2cSpeaksOnlyHttp11) {
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_PLAIN_PROTOCOLS", "http1"}}}};
