@@ -61,6 +61,10 @@ int run_sidecar(Args args) {
   plane.start();
   for (const auto& l : plane.listeners())
     log::info("listening").kv("listener", l.name).kv("address", cfg.control.listen_address).kv("port", static_cast<unsigned>(l.port));
+  if (server.tls_port() != 0)
+    log::info("listening").kv("listener", "tls").kv("address", cfg.proxy.listen_address)
+        .kv("port", static_cast<unsigned>(server.tls_port())).kv("cert", cfg.proxy.tls->cert_file)
+        .kv("min_version", cfg.proxy.tls->tls13_only ? "1.3" : "1.2");
   // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening")
       .kv("listener", "proxy")

@@ -1,6 +1,8 @@
 // Sidecar configuration; see sidecar_config.h. Names and meanings follow Knative's queue-proxy.
 #include "app/sidecar_config.h"
 
+#include <filesystem>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
 
@@ -56,6 +58,13 @@ std::vector<OptionSpec> sidecar_options() {
        "longest wait for in-flight exchanges once draining ends (default 60)"},
       {"SLUICE_DRAIN_QUIET_PERIOD_MS", "drain-quiet-period-ms", false,
        "after SIGTERM, drain ends this long after the last ordinary request (default 30000, as queue-proxy)"},
+      {"SLUICE_TLS_CERT_FILE", "tls-cert-file", false,
+       "PEM certificate chain for the TLS port (default /var/lib/knative/certs/tls.crt; the TLS port is off when "
+       "neither file is set and the defaults do not exist)"},
+      {"SLUICE_TLS_KEY_FILE", "tls-key-file", false, "PEM private key (default /var/lib/knative/certs/tls.key)"},
+      {"SLUICE_TLS_MIN_VERSION", "tls-min-version", false, "1.2 (default) or 1.3"},
+      {"SLUICE_TLS_RELOAD_MS", "tls-reload-ms", false,
+       "how often the certificate and key files are checked for a change (default 10000; 0 = never)"},
       {"SLUICE_QUEUE_DEPTH", "queue-depth", false,
        "requests waiting for a slot when CONTAINER_CONCURRENCY > 0 (default 10 x concurrency; 503 beyond)"},
       {"SLUICE_ADMIN_PORT", "admin-port", false, "admin port: /wait-for-drain (default 8022; 0 = any)"},
@@ -204,6 +213,25 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   c.container_concurrency = static_cast<int>(o.get_int("CONTAINER_CONCURRENCY", 0, 0, 1'000'000));
   c.proxy.port = o.get_port("QUEUE_SERVING_PORT", 8012);
   c.tls_port = o.get_port("QUEUE_SERVING_TLS_PORT", 8112);
+  c.proxy.tls_port = c.tls_port;
+  {
+    // Knative mounts the pair here when system-internal-tls is on; queue-proxy serves TLS only then.
+    constexpr const char* kCert = "/var/lib/knative/certs/tls.crt";
+    constexpr const char* kKey = "/var/lib/knative/certs/tls.key";
+    auto cert = o.get_string("SLUICE_TLS_CERT_FILE"), key = o.get_string("SLUICE_TLS_KEY_FILE");
+    const bool explicit_pair = !cert.empty() || !key.empty();
+    if (cert.empty()) cert = kCert;
+    if (key.empty()) key = kKey;
+    if (explicit_pair || (std::filesystem::exists(cert) && std::filesystem::exists(key))) {
+      proxy::TlsConfig tls{.cert_file = cert, .key_file = key};
+      auto version = o.get_string("SLUICE_TLS_MIN_VERSION", "1.2");
+      if (version != "1.2" && version != "1.3")
+        throw ConfigError("SLUICE_TLS_MIN_VERSION=\"" + version + "\": expected 1.2 or 1.3");
+      tls.tls13_only = version == "1.3";
+      tls.reload_interval = proxy::Millis(o.get_int("SLUICE_TLS_RELOAD_MS", 10000, 0, 86'400'000));
+      c.proxy.tls = tls;
+    }
+  }
   c.proxy.upstream_port = o.get_port("USER_PORT", 8080);
   if (c.proxy.upstream_port == 0) throw ConfigError("USER_PORT=\"0\": expected a port from 1 to 65535");
   auto timeout = o.get_int("REVISION_TIMEOUT_SECONDS", 300, 0, kMaxSeconds);

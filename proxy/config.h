@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,14 @@ struct ReadinessProbeConfig {
   Millis period{0};            // 0: poll aggressively (50 ms) for up to 10 s, as Knative's default
 };
 
+// The TLS port (QUEUE_SERVING_TLS_PORT): off unless a certificate is configured.
+struct TlsConfig {
+  std::string cert_file;  // PEM chain, leaf first
+  std::string key_file;   // PEM private key
+  bool tls13_only = false;
+  Millis reload_interval{Seconds(10)};  // how often the files are checked for a change; 0 = never
+};
+
 struct ProxyConfig {
   std::string listen_address = "0.0.0.0";  // "::" listens dual-stack
   std::uint16_t port = 8012;                // 0 = ephemeral (logged)
@@ -65,6 +74,8 @@ struct ProxyConfig {
   bool request_log = false;
   bool probe_request_log = false;  // SERVING_ENABLE_PROBE_REQUEST_LOG
   std::string pod_ip;  // serverIp in the request log
+  std::optional<TlsConfig> tls;  // with it, a second listener on tls_port terminates TLS
+  std::uint16_t tls_port = 8112;
 };
 
 }  // namespace sluice::proxy

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "proxy/asio.h"
 #include "proxy/sniff.h"
+#include "proxy/tls.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy {
@@ -21,22 +22,27 @@ class Worker {
       // posting to the worker from other threads (shutdown) stays safe.
       : io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO),
         acceptor_(io_),
+        tls_acceptor_(io_),
         context_(config, shared, index, io_.get_executor(), upstream),
         open_(open) {}
 
-  std::uint16_t bind(const tcp::endpoint& ep) {
-    acceptor_.open(ep.protocol());
-    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+  std::uint16_t bind(const tcp::endpoint& ep) { return bind(acceptor_, ep); }
+  std::uint16_t bind_tls(const tcp::endpoint& ep) { return bind(tls_acceptor_, ep); }
+
+  static std::uint16_t bind(tcp::acceptor& acceptor, const tcp::endpoint& ep) {
+    acceptor.open(ep.protocol());
+    acceptor.set_option(tcp::acceptor::reuse_address(true));
     using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
-    acceptor_.set_option(reuse_port(true));
-    if (ep.address().is_v6()) acceptor_.set_option(asio::ip::v6_only(false));
-    acceptor_.bind(ep);
-    acceptor_.listen(asio::socket_base::max_listen_connections);
-    return acceptor_.local_endpoint().port();
+    acceptor.set_option(reuse_port(true));
+    if (ep.address().is_v6()) acceptor.set_option(asio::ip::v6_only(false));
+    acceptor.bind(ep);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+    return acceptor.local_endpoint().port();
   }
 
   void start() {
     asio::co_spawn(io_, accept_loop(), asio::detached);
+    if (tls_acceptor_.is_open()) asio::co_spawn(io_, accept_tls_loop(), asio::detached);
     thread_ = std::thread([this] { io_.run(); });
   }
 
@@ -55,6 +61,7 @@ class Worker {
         serve(std::move(socket));
       }
       acceptor_.close(ec);
+      tls_acceptor_.close(ec);
       context_.draining = true;
       context_.close_idle();
       // Copy: closing may erase from the set.
@@ -93,6 +100,38 @@ class Worker {
     }
   }
 
+  // The TLS port: each connection is handshaken with the context current at accept.
+  asio::awaitable<void> accept_tls_loop() {
+    const auto max = context_.config.limits.max_connections;
+    while (true) {
+      auto [ec, socket] = co_await tls_acceptor_.async_accept(use_nothrow);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !tls_acceptor_.is_open()) co_return;
+        log::warn("accept failed").kv("listener", "tls").kv("error", ec.message());
+        asio::steady_timer pause(io_, std::chrono::milliseconds(50));
+        co_await pause.async_wait(use_nothrow);
+        continue;
+      }
+      if (open_.fetch_add(1, std::memory_order_relaxed) >= max) {
+        open_.fetch_sub(1, std::memory_order_relaxed);
+        error_code ignore;
+        socket.close(ignore);
+        continue;
+      }
+      if (context_.shared.backends) context_.shared.backends->on_connection();
+      asio::co_spawn(io_, serve_tls(context_, std::move(socket), context_.shared.tls->current()),
+                     [this](std::exception_ptr e) {
+                       open_.fetch_sub(1, std::memory_order_relaxed);
+                       if (!e) return;
+                       try {
+                         std::rethrow_exception(e);
+                       } catch (const std::exception& ex) {
+                         log::error("connection failed").kv("listener", "tls").kv("error", ex.what());
+                       }
+                     });
+    }
+  }
+
   // `open_` counts the connection already; the completion handler uncounts it.
   void serve(tcp::socket socket) {
     {
@@ -111,6 +150,7 @@ class Worker {
 
   asio::io_context io_;
   tcp::acceptor acceptor_;
+  tcp::acceptor tls_acceptor_;  // open only with a TLS configuration
   WorkerContext context_;
   std::atomic<std::size_t>& open_;
   std::thread thread_;
@@ -153,6 +193,17 @@ void Server::start() {
     }
   }
   port_ = port;
+  if (shared_.tls) {
+    std::uint16_t tls_port = config_.tls_port;
+    for (auto& w : workers_) {
+      try {
+        tls_port = w->bind_tls(tcp::endpoint(address, tls_port));
+      } catch (const boost::system::system_error& e) {
+        throw std::system_error(e.code(), "listen on " + config_.listen_address + ":" + std::to_string(tls_port));
+      }
+    }
+    tls_port_ = tls_port;
+  }
   for (auto& w : workers_) w->start();
 }
 

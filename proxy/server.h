@@ -27,6 +27,7 @@ class Server {
   // the worker threads.
   void start();
   std::uint16_t port() const { return port_; }
+  std::uint16_t tls_port() const { return tls_port_; }  // 0 without TLS
   unsigned workers() const { return static_cast<unsigned>(workers_.size()); }
 
   // Stops accepting, lets in-flight exchanges finish (keep-alive connections close after their current
@@ -42,6 +43,7 @@ class Server {
   ProxyConfig config_;
   SharedState shared_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
   std::atomic<std::size_t> open_connections_{0};
   std::vector<std::unique_ptr<Worker>> workers_;
 };

@@ -11,6 +11,7 @@
 #include "proxy/config.h"
 #include "proxy/drain.h"
 #include "proxy/readiness_probe.h"
+#include "proxy/tls.h"
 
 namespace sluice::proxy {
 
@@ -21,14 +22,16 @@ struct SharedState {
                     ? std::make_unique<ConcurrencyBreaker>(c.container_concurrency, c.queue_depth)
                     : nullptr),
         readiness(c.readiness),
-        drainer(c.timeouts.drain_quiet_period) {}
+        drainer(c.timeouts.drain_quiet_period),
+        tls(c.tls ? std::make_unique<TlsContexts>(*c.tls) : nullptr) {}
 
   metrics::RequestStats stats;
   std::unique_ptr<ConcurrencyBreaker> breaker;  // null: no concurrency limit, nothing on the path
   UserReadiness readiness;
   Drainer drainer;
   std::unique_ptr<metrics::RequestMetrics> request_metrics;  // null unless enabled
-  std::shared_ptr<Backends> backends;  // null: every exchange goes to the configured upstream
+  std::shared_ptr<Backends> backends;
+  std::unique_ptr<TlsContexts> tls;  // null: no TLS port  // null: every exchange goes to the configured upstream
 };
 
 }  // namespace sluice::proxy

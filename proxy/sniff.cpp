@@ -46,7 +46,8 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   const std::string nothing;
   const auto protocols = worker.config.plain_protocols;
   if (protocols == ProxyConfig::PlainProtocols::http1) {
-    co_await h1::serve(worker, socket, nothing);
+    Downstream down(std::move(socket));
+    co_await h1::serve(worker, down, nothing);
     co_return;
   }
   const auto preface = h2::kClientPreface;
@@ -63,7 +64,8 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
       co_await refuse_http1(socket);
       co_return;
     }
-    co_await h1::serve(worker, socket, nothing);
+    Downstream down(std::move(socket));
+    co_await h1::serve(worker, down, nothing);
     co_return;
   }
   // The preface so far, possibly split across segments: read it for real until it is whole or not.
@@ -80,12 +82,13 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   auto address = peer_address_of(socket);
   auto peer = peer_of(socket, address);
   if (got == preface) {
-    h2::Handover handover{.socket = std::move(socket), .initial_bytes = std::move(got)};
+    h2::Handover handover{.socket = Downstream(std::move(socket)), .initial_bytes = std::move(got)};
     co_await h2::serve(worker, handover, address, peer);
   } else if (protocols == ProxyConfig::PlainProtocols::h2c) {
     co_await refuse_http1(socket);
   } else {
-    co_await h1::serve(worker, socket, got);
+    Downstream down(std::move(socket));
+    co_await h1::serve(worker, down, got);
   }
 }
 

@@ -13,7 +13,7 @@ PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev
   libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
   libgtest-dev libgmock-dev
-  curl procps iproute2 coreutils
+  curl openssl procps iproute2 coreutils
   nginx-light wrk nghttp2-client
   runc busybox-static
 )

@@ -7,7 +7,8 @@
 namespace sluice::proxy::h1 {
 namespace {
 
-asio::awaitable<error_code> write_piece(tcp::socket& dst, std::string& head, Framing out,
+template <class Dst>
+asio::awaitable<error_code> write_piece(Dst& dst, std::string& head, Framing out,
                                         asio::const_buffer data, RelayProgress& progress) {
   char chunk_size[24];
   std::array<asio::const_buffer, 4> bufs;
@@ -32,8 +33,8 @@ asio::awaitable<error_code> write_piece(tcp::socket& dst, std::string& head, Fra
   co_return ec;
 }
 
-template <bool isRequest>
-asio::awaitable<error_code> finish_chunked(tcp::socket& dst, std::string& head,
+template <bool isRequest, class Dst>
+asio::awaitable<error_code> finish_chunked(Dst& dst, std::string& head,
                                            const http::header<isRequest>& fields,
                                            std::size_t header_fields) {
   std::string tail = std::move(head);
@@ -52,16 +53,20 @@ asio::awaitable<error_code> finish_chunked(tcp::socket& dst, std::string& head,
 
 }  // namespace
 
-asio::awaitable<error_code> write_all(tcp::socket& dst, std::string_view bytes) {
+template <class Dst>
+asio::awaitable<error_code> write_all(Dst& dst, std::string_view bytes) {
   auto [ec, n] = co_await asio::async_write(dst, asio::buffer(bytes), use_nothrow);
   (void)n;
   co_return ec;
 }
 
-template <bool isRequest>
-asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src_buffer,
+template asio::awaitable<error_code> write_all(tcp::socket&, std::string_view);
+template asio::awaitable<error_code> write_all(Downstream&, std::string_view);
+
+template <bool isRequest, class Src, class Dst>
+asio::awaitable<error_code> relay_body(Src& src, beast::flat_buffer& src_buffer,
                                        http::parser<isRequest, http::buffer_body>& parser,
-                                       Framing in, tcp::socket& dst, Framing out,
+                                       Framing in, Dst& dst, Framing out,
                                        ScratchBuffer& scratch_buffer, std::string& head,
                                        std::size_t header_fields, RelayProgress& progress) {
   if (in == Framing::none) {
@@ -124,12 +129,12 @@ asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src
   co_return error_code{};
 }
 
-template asio::awaitable<error_code> relay_body<true>(tcp::socket&, beast::flat_buffer&,
+template asio::awaitable<error_code> relay_body<true>(Downstream&, beast::flat_buffer&,
                                                       RequestParser&, Framing, tcp::socket&, Framing,
                                                       ScratchBuffer&, std::string&, std::size_t,
                                                       RelayProgress&);
 template asio::awaitable<error_code> relay_body<false>(tcp::socket&, beast::flat_buffer&,
-                                                       ResponseParser&, Framing, tcp::socket&,
+                                                       ResponseParser&, Framing, Downstream&,
                                                        Framing, ScratchBuffer&, std::string&,
                                                        std::size_t, RelayProgress&);
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "proxy/downstream.h"
 #include "proxy/h1/message.h"
 
 namespace sluice::proxy::h1 {
@@ -34,14 +35,17 @@ struct RelayProgress {
 
 // `head`, when non-empty, is written before (and in the same write as) the first body bytes.
 // `header_fields` is how many fields the head had, so fields the parser added later are trailers.
-template <bool isRequest>
-asio::awaitable<error_code> relay_body(tcp::socket& src, beast::flat_buffer& src_buffer,
+// Instantiated for client → app (Downstream → tcp::socket) and app → client.
+template <bool isRequest, class Src, class Dst>
+asio::awaitable<error_code> relay_body(Src& src, beast::flat_buffer& src_buffer,
                                        http::parser<isRequest, http::buffer_body>& parser,
-                                       Framing in, tcp::socket& dst, Framing out,
+                                       Framing in, Dst& dst, Framing out,
                                        ScratchBuffer& scratch, std::string& head,
                                        std::size_t header_fields, RelayProgress& progress);
 
 // Writes `head` alone (when a body cannot be merged with it).
-asio::awaitable<error_code> write_all(tcp::socket& dst, std::string_view bytes);
+// For tcp::socket (the app) and Downstream (the client).
+template <class Dst>
+asio::awaitable<error_code> write_all(Dst& dst, std::string_view bytes);
 
 }  // namespace sluice::proxy::h1

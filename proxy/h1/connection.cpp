@@ -43,7 +43,7 @@ unsigned status_for_parse_error(error_code ec) {
 
 }  // namespace
 
-Connection::Connection(WorkerContext& worker, tcp::socket socket, std::string_view initial_bytes)
+Connection::Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes)
     : worker_(worker),
       down_(std::move(socket)),
       watchdog_(down_.get_executor(), *this),
@@ -126,7 +126,7 @@ void Connection::on_deadline() {
   down_.cancel(ec);
 }
 
-asio::awaitable<void> serve(WorkerContext& worker, tcp::socket& socket, const std::string& initial_bytes) {
+asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes) {
   std::optional<h2::Handover> h2c;
   std::string peer_address, peer;
   {
@@ -318,7 +318,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   Framing body = parser.chunked() ? Framing::chunked
                  : (parser.content_length().value_or(0) > 0) ? Framing::length
                                                              : Framing::none;
-  if (!req[http::field::upgrade].empty()) {
+  if (!req[http::field::upgrade].empty() && !down_.is_tls()) {  // h2c is for cleartext only (RFC 9113 §3.1)
     bool switched = co_await upgrade_to_h2c(parser, body);
     if (switched) co_return false;
   }
@@ -349,7 +349,7 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   std::string& request_head = request_head_;
   request_head.clear();
   RequestRewrite rw{.peer_address = peer_address_,
-                    .scheme = worker_.scheme,
+                    .scheme = down_.is_tls() ? kHttps : worker_.scheme,
                     .request_ids = &worker_.request_ids,
                     .keep_upgrade = upgrade};
   format_upstream_request(request_head, req, body, to_std(parser.content_length()), rw, record_.request_id,

@@ -18,7 +18,7 @@ namespace sluice::proxy::h1 {
 
 class Connection final : private Watchdog::Target, public ConnectionHandle {
  public:
-  Connection(WorkerContext& worker, tcp::socket socket, std::string_view initial_bytes = {});
+  Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -43,14 +43,14 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   asio::awaitable<void> tunnel(UpstreamConnection& up);
   asio::awaitable<void> linger();
   asio::awaitable<bool> upgrade_to_h2c(RequestParser& parser, Framing body);
-  friend asio::awaitable<void> serve(WorkerContext&, tcp::socket&, const std::string&);
+  friend asio::awaitable<void> serve(WorkerContext&, Downstream&, const std::string&);
 
   Clock::time_point next_deadline() const override;
   void on_deadline() override;
   void set_phase(Phase p);
 
   WorkerContext& worker_;
-  tcp::socket down_;
+  Downstream down_;
   beast::flat_buffer down_buffer_;
   std::string peer_address_;   // client IP
   std::string peer_;           // client ip:port
@@ -74,6 +74,6 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
 // Accepted-socket entry point: owns the Connection for its whole life.
 // `initial_bytes` were read from the socket already (while sniffing for the HTTP/2 preface).
 // (By reference: GCC 12 destroys by-value temporaries of a co_await expression twice.)
-asio::awaitable<void> serve(WorkerContext& worker, tcp::socket& socket, const std::string& initial_bytes);
+asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes);
 
 }  // namespace sluice::proxy::h1

@@ -6,7 +6,8 @@
 namespace sluice::proxy::h1 {
 namespace {
 
-asio::awaitable<void> copy(tcp::socket& from, tcp::socket& to, ScratchBuffer& scratch,
+template <class From, class To>
+asio::awaitable<void> copy(From& from, To& to, ScratchBuffer& scratch,
                            Clock::time_point& last_activity) {
   std::span<char> buf = scratch.get();
   error_code ignore;
@@ -26,7 +27,8 @@ asio::awaitable<void> copy(tcp::socket& from, tcp::socket& to, ScratchBuffer& sc
   to.cancel(ignore);
 }
 
-asio::awaitable<error_code> flush(beast::flat_buffer& buffer, tcp::socket& to) {
+template <class To>
+asio::awaitable<error_code> flush(beast::flat_buffer& buffer, To& to) {
   if (buffer.size() == 0) co_return error_code{};
   auto [ec, n] = co_await asio::async_write(to, buffer.data(), use_nothrow);
   buffer.consume(n);
@@ -35,7 +37,7 @@ asio::awaitable<error_code> flush(beast::flat_buffer& buffer, tcp::socket& to) {
 
 }  // namespace
 
-asio::awaitable<void> relay_tunnel(tcp::socket& client, beast::flat_buffer& client_buffer,
+asio::awaitable<void> relay_tunnel(Downstream& client, beast::flat_buffer& client_buffer,
                                    ScratchBuffer& client_scratch, tcp::socket& app,
                                    beast::flat_buffer& app_buffer, ScratchBuffer& app_scratch,
                                    Clock::time_point& last_activity) {

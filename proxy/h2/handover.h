@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/asio.h"
+#include "proxy/downstream.h"
 
 namespace sluice::proxy::h2 {
 
@@ -19,7 +19,7 @@ struct UpgradeRequest {
 };
 
 struct Handover {
-  tcp::socket socket;
+  Downstream socket;
   std::string initial_bytes;  // read from the socket, not yet given to any codec
   std::optional<UpgradeRequest> upgrade;
 };

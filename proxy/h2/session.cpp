@@ -87,7 +87,7 @@ struct Stream {
 
 class Session final : public ConnectionHandle {
  public:
-  Session(WorkerContext& worker, tcp::socket socket, std::string peer_address, std::string peer)
+  Session(WorkerContext& worker, Downstream socket, std::string peer_address, std::string peer)
       : worker_(worker),
         socket_(std::move(socket)),
         peer_address_(std::move(peer_address)),
@@ -136,7 +136,7 @@ class Session final : public ConnectionHandle {
   bool done() const { return !nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_); }
 
   WorkerContext& worker_;
-  tcp::socket socket_;
+  Downstream socket_;
   std::string peer_address_, peer_;
   nghttp2_session* ng_ = nullptr;
   std::unordered_map<std::int32_t, std::shared_ptr<Stream>> streams_;
@@ -548,7 +548,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     co_return;
   }
   std::string head;
-  h1::RequestRewrite rw{.peer_address = peer_address_, .scheme = worker_.scheme,
+  h1::RequestRewrite rw{.peer_address = peer_address_, .scheme = socket_.is_tls() ? kHttps : worker_.scheme,
                         .request_ids = &worker_.request_ids};
   h1::format_upstream_request(head, req, framing, framing == Framing::none ? std::nullopt : content_length, rw,
                               record.request_id, record.trace_id);

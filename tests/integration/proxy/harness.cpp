@@ -61,6 +61,7 @@ Sidecar::Sidecar(const SidecarOptions& o) {
     if (l.find("\"listener\":\"metrics\"") != std::string::npos) metrics_port = static_cast<int>(json_int_field(l, "port"));
     if (l.find("\"listener\":\"user-metrics\"") != std::string::npos)
       user_metrics_port = static_cast<int>(json_int_field(l, "port"));
+    if (l.find("\"listener\":\"tls\"") != std::string::npos) tls_port = static_cast<int>(json_int_field(l, "port"));
   }
 }
 

@@ -32,6 +32,7 @@ struct Sidecar {
   int admin_port = 0;         // /wait-for-drain
   int metrics_port = 0;       // the autoscaler's /metrics
   int user_metrics_port = 0;  // request metrics, when enabled (else 0)
+  int tls_port = 0;           // when a certificate is configured (else 0)
   std::string url(const std::string& path, const std::string& host = "127.0.0.1") const;
 };
 

@@ -1,0 +1,170 @@
+// The TLS port with real clients: curl over ALPN h2 and http/1.1, openssl s_client for what the
+// handshake shows (serial, protocol versions), certificates made by the openssl tool for each test.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/integration/proxy/harness.h"
+#include "tests/support/eventually.h"
+
+namespace sluice::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+class CertDir {
+ public:
+  CertDir() {
+    dir_ = fs::temp_directory_path() / ("sluice-tls-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::create_directories(dir_);
+  }
+  ~CertDir() { fs::remove_all(dir_); }
+  // A self-signed pair for localhost with the given serial, written to tls.crt/tls.key by rename, so a
+  // reader never sees half a file (as Kubernetes' secret volumes swap a symlink).
+  void make(int serial) {
+    auto key = dir_ / "new.key", crt = dir_ / "new.crt";
+    auto r = run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key.string(), "-out",
+                          crt.string(), "-days", "2", "-subj", "/CN=localhost", "-set_serial", std::to_string(serial)});
+    if (r.exit_code != 0) throw std::runtime_error("openssl req failed: " + r.err);
+    fs::rename(key, dir_ / "tls.key");
+    fs::rename(crt, dir_ / "tls.crt");
+  }
+  std::string cert() const { return (dir_ / "tls.crt").string(); }
+  std::string key() const { return (dir_ / "tls.key").string(); }
+  const fs::path& path() const { return dir_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+};
+
+std::map<std::string, std::string> tls_env(const CertDir& certs) {
+  return {{"SLUICE_TLS_CERT_FILE", certs.cert()}, {"SLUICE_TLS_KEY_FILE", certs.key()}};
+}
+
+std::string url(const Sidecar& s, const std::string& path) {
+  return "https://127.0.0.1:" + std::to_string(s.tls_port) + path;
+}
+
+// The serial of the certificate a fresh handshake shows, e.g. "serial=03E9".
+std::string served_serial(const Sidecar& s) {
+  auto r = run_command({"sh", "-c", "echo | openssl s_client -connect 127.0.0.1:" + std::to_string(s.tls_port) +
+                                        " 2>/dev/null | openssl x509 -noout -serial"});
+  return r.out;
+}
+
+TEST(Tls, AlpnPicksH2OrHttp11AndTheAppSeesHttps) {
+  CertDir certs;
+  certs.make(1001);
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = tls_env(certs)}};
+  ASSERT_GT(sidecar.tls_port, 0);
+  auto h2 = curl({"-k", "--http2", "-w", "%{http_version}", url(sidecar, "/headers")});
+  EXPECT_EQ(h2.exit_code, 0) << h2.err;
+  EXPECT_TRUE(h2.out.ends_with("\n2")) << h2.out;
+  EXPECT_NE(h2.out.find("X-Forwarded-Proto: https\n"), std::string::npos) << h2.out;
+  EXPECT_NE(h2.out.find("Forwarded: for=127.0.0.1;proto=https\n"), std::string::npos) << h2.out;
+  auto h1 = curl({"-k", "--http1.1", "-w", " %{http_version}", url(sidecar, "/")});
+  EXPECT_EQ(h1.out, "Hello from sluice-demo-app\n 1.1");
+  auto post = curl({"-k", "--http2", "--data-binary", "hello over tls", url(sidecar, "/echo")});
+  EXPECT_EQ(post.out, "hello over tls");
+  // The plain port is unchanged beside it.
+  EXPECT_EQ(curl({sidecar.url("/")}).out, "Hello from sluice-demo-app\n");
+}
+
+TEST(Tls, LargeBodiesStreamBothWaysOverH2) {
+  CertDir certs;
+  certs.make(1002);
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = tls_env(certs)}};
+  auto file = (certs.path() / "body.bin").string();
+  ASSERT_EQ(run_command({"sh", "-c", "head -c 20000000 /dev/urandom > " + file}).exit_code, 0);
+  auto r = run_command({"sh", "-c", "curl -sS -k --http2 --data-binary @" + file + " " + url(sidecar, "/echo") +
+                                        " | cmp - " + file + " && echo same"}, 60s);
+  EXPECT_EQ(r.out, "same\n") << r.err;
+  auto down = curl({"-k", "--http2", "-o", "/dev/null", "-w", "%{size_download}", url(sidecar, "/bytes/50000000")}, 60);
+  EXPECT_EQ(down.out, "50000000");
+}
+
+TEST(Tls, ACertificateRotationIsPickedUpWithoutAFailedRequest) {
+  CertDir certs;
+  certs.make(1003);
+  Backend backend;
+  auto env = tls_env(certs);
+  env["SLUICE_TLS_RELOAD_MS"] = "100";
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env}};
+  ASSERT_EQ(served_serial(sidecar), "serial=03EB\n");
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::thread client([&] {
+    // A new connection per request, so every request makes a handshake; bounded in count.
+    for (int i = 0; i < 2000 && !stop; ++i) {
+      auto r = curl({"-k", "--http2", url(sidecar, "/")});
+      (r.exit_code == 0 && r.out == "Hello from sluice-demo-app\n" ? ok : failed)++;
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return ok >= 5; }, 20s));
+  certs.make(2004);
+  bool rotated = eventually([&] { return served_serial(sidecar) == "serial=07D4\n"; }, 10s);
+  int at_rotation = ok;
+  ASSERT_TRUE(eventually([&] { return ok >= at_rotation + 5; }, 20s));
+  stop = true;
+  client.join();
+  EXPECT_TRUE(rotated);
+  EXPECT_EQ(failed, 0);
+  EXPECT_NE(sidecar.process->stdout_text().find("TLS certificate reloaded"), std::string::npos);
+}
+
+TEST(Tls, Tls12IsTheMinimumSessionsResumeAnd13OnlyIsAKnob) {
+  CertDir certs;
+  certs.make(1005);
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = tls_env(certs)}};
+  auto old = run_command({"sh", "-c", "echo | openssl s_client -tls1_1 -connect 127.0.0.1:" +
+                                          std::to_string(sidecar.tls_port) + " 2>&1"});
+  EXPECT_NE(old.out.find("alert protocol version"), std::string::npos) << old.out;
+  EXPECT_EQ(curl({"-k", "--tlsv1.2", "--tls-max", "1.2", url(sidecar, "/")}).exit_code, 0);
+  // Session resumption: a second handshake with the first one's session is abbreviated.
+  auto sess = (certs.path() / "session").string();
+  auto s_client = "echo | openssl s_client -tls1_2 -connect 127.0.0.1:" + std::to_string(sidecar.tls_port);
+  auto first = run_command({"sh", "-c", s_client + " -sess_out " + sess + " 2>/dev/null"});
+  EXPECT_NE(first.out.find("\nNew, TLSv1.2"), std::string::npos) << first.out;
+  auto again = run_command({"sh", "-c", s_client + " -sess_in " + sess + " 2>/dev/null"});
+  EXPECT_NE(again.out.find("\nReused, TLSv1.2"), std::string::npos) << again.out;
+
+  auto env = tls_env(certs);
+  env["SLUICE_TLS_MIN_VERSION"] = "1.3";
+  Sidecar strict{SidecarOptions{.user_port = backend.port, .env = env}};
+  EXPECT_NE(curl({"-k", "--tlsv1.2", "--tls-max", "1.2", url(strict, "/")}).exit_code, 0);
+  EXPECT_EQ(curl({"-k", "--tlsv1.3", url(strict, "/")}).out, "Hello from sluice-demo-app\n");
+}
+
+TEST(Tls, AMissingOrMismatchedKeyStopsStartUpNamingTheFile) {
+  CertDir certs;
+  certs.make(1006);
+  auto env = knative_env(8080);
+  env["SLUICE_TLS_CERT_FILE"] = certs.cert();
+  env["SLUICE_TLS_KEY_FILE"] = (certs.path() / "absent.key").string();
+  std::vector<std::string> argv = {"env"};
+  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+  argv.insert(argv.end(), {SLUICE_BIN, "sidecar"});
+  auto r = run_command(argv, 10s);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("TLS key " + (certs.path() / "absent.key").string()), std::string::npos) << r.err;
+
+  CertDir other;
+  other.make(1007);
+  argv[std::find_if(argv.begin(), argv.end(), [](const auto& a) { return a.starts_with("SLUICE_TLS_KEY_FILE="); }) -
+       argv.begin()] = "SLUICE_TLS_KEY_FILE=" + other.key();
+  r = run_command(argv, 10s);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("TLS key " + other.key() + ": key values mismatch"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sluice::test
