@@ -41,27 +41,16 @@ class Worker {
   }
 
   void start() {
-    asio::co_spawn(io_, accept_loop(), asio::detached);
-    if (tls_acceptor_.is_open()) asio::co_spawn(io_, accept_tls_loop(), asio::detached);
+    asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
+    if (tls_acceptor_.is_open()) asio::co_spawn(io_, accept_loop(tls_acceptor_, true), asio::detached);
     thread_ = std::thread([this] { io_.run(); });
   }
 
   // Runs on the worker's thread: stop accepting, close idle connections, let the rest finish.
   void begin_shutdown() {
     asio::post(io_, [this] {
-      error_code ec;
-      // Connections the kernel has completed but nobody accepted yet would be reset by the close:
-      // take them and serve their first request (with Connection: close) like any other.
-      acceptor_.non_blocking(true, ec);
-      while (!ec && acceptor_.is_open()) {
-        tcp::socket socket(io_);
-        acceptor_.accept(socket, ec);
-        if (ec) break;
-        open_.fetch_add(1, std::memory_order_relaxed);
-        serve(std::move(socket));
-      }
-      acceptor_.close(ec);
-      tls_acceptor_.close(ec);
+      close_listener(acceptor_, false);
+      close_listener(tls_acceptor_, true);
       context_.draining = true;
       context_.close_idle();
       // Copy: closing may erase from the set.
@@ -77,14 +66,30 @@ class Worker {
   bool idle() const { return io_.stopped(); }
 
  private:
-  asio::awaitable<void> accept_loop() {
+  // Connections the kernel has completed but nobody accepted yet would be reset by the close: take
+  // them and serve their first request (with Connection: close) like any other.
+  void close_listener(tcp::acceptor& acceptor, bool tls) {
+    error_code ec;
+    acceptor.non_blocking(true, ec);
+    while (!ec && acceptor.is_open()) {
+      tcp::socket socket(io_);
+      acceptor.accept(socket, ec);
+      if (ec) break;
+      open_.fetch_add(1, std::memory_order_relaxed);
+      serve(std::move(socket), tls);
+    }
+    acceptor.close(ec);
+  }
+
+  // One per listener: the plain port (HTTP/1.1 and h2c) or the TLS port.
+  asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, bool tls) {
     const auto max = context_.config.limits.max_connections;
     while (true) {
-      auto [ec, socket] = co_await acceptor_.async_accept(use_nothrow);
+      auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
       if (ec) {
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
         // Out of descriptors and the like: back off briefly instead of spinning.
-        log::warn("accept failed").kv("error", ec.message());
+        log::warn("accept failed").kv("listener", tls ? "tls" : "plain").kv("error", ec.message());
         asio::steady_timer pause(io_, std::chrono::milliseconds(50));
         co_await pause.async_wait(use_nothrow);
         continue;
@@ -96,56 +101,24 @@ class Worker {
         continue;
       }
       if (context_.shared.backends) context_.shared.backends->on_connection();
-      serve(std::move(socket));
+      serve(std::move(socket), tls);
     }
   }
 
-  // The TLS port: each connection is handshaken with the context current at accept.
-  asio::awaitable<void> accept_tls_loop() {
-    const auto max = context_.config.limits.max_connections;
-    while (true) {
-      auto [ec, socket] = co_await tls_acceptor_.async_accept(use_nothrow);
-      if (ec) {
-        if (ec == asio::error::operation_aborted || !tls_acceptor_.is_open()) co_return;
-        log::warn("accept failed").kv("listener", "tls").kv("error", ec.message());
-        asio::steady_timer pause(io_, std::chrono::milliseconds(50));
-        co_await pause.async_wait(use_nothrow);
-        continue;
+  // `open_` counts the connection already; the completion handler uncounts it. A TLS connection is
+  // handshaken with the certificate current at accept.
+  void serve(tcp::socket socket, bool tls) {
+    auto done = [this](std::exception_ptr e) {
+      open_.fetch_sub(1, std::memory_order_relaxed);
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        log::error("connection failed").kv("error", ex.what());
       }
-      if (open_.fetch_add(1, std::memory_order_relaxed) >= max) {
-        open_.fetch_sub(1, std::memory_order_relaxed);
-        error_code ignore;
-        socket.close(ignore);
-        continue;
-      }
-      if (context_.shared.backends) context_.shared.backends->on_connection();
-      asio::co_spawn(io_, serve_tls(context_, std::move(socket), context_.shared.tls->current()),
-                     [this](std::exception_ptr e) {
-                       open_.fetch_sub(1, std::memory_order_relaxed);
-                       if (!e) return;
-                       try {
-                         std::rethrow_exception(e);
-                       } catch (const std::exception& ex) {
-                         log::error("connection failed").kv("listener", "tls").kv("error", ex.what());
-                       }
-                     });
-    }
-  }
-
-  // `open_` counts the connection already; the completion handler uncounts it.
-  void serve(tcp::socket socket) {
-    {
-      asio::co_spawn(io_, serve_plain(context_, std::move(socket)),
-                     [this](std::exception_ptr e) {
-                       open_.fetch_sub(1, std::memory_order_relaxed);
-                       if (!e) return;
-                       try {
-                         std::rethrow_exception(e);
-                       } catch (const std::exception& ex) {
-                         log::error("connection failed").kv("error", ex.what());
-                       }
-                     });
-    }
+    };
+    if (tls) asio::co_spawn(io_, serve_tls(context_, std::move(socket), context_.shared.tls->current()), done);
+    else asio::co_spawn(io_, serve_plain(context_, std::move(socket)), done);
   }
 
   asio::io_context io_;
