@@ -2,16 +2,21 @@
 # sluice's two entry points on a Debian 12 machine:
 #   scripts/dev.sh run    install what is missing, build, run `sluice sidecar` in front of the demo app
 #   scripts/dev.sh test   install what is missing, build, run the whole suite (release, then ASan+UBSan)
-# Other commands: build [preset], bench (see bench/README.md), deps.
+# Other commands: build [preset], bench (see bench/README.md), deps [build] (`build`: only what compiling
+# the sluice binary needs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Everything sluice builds and tests with, from Debian 12's own archive. Boost comes as 1.81 components:
-# the default libboost-dev is 1.74 and conflicts with them.
-PACKAGES=(
-  g++ cmake ninja-build pkg-config git ca-certificates
+# the default libboost-dev is 1.74 and conflicts with them. BUILD_PACKAGES are enough to compile the
+# `sluice` binary; docker/Dockerfile installs just those (`scripts/dev.sh deps build`).
+BUILD_PACKAGES=(
+  g++ cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev
   libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
+)
+PACKAGES=(
+  "${BUILD_PACKAGES[@]}" git ca-certificates
   libgtest-dev libgmock-dev
   curl openssl procps iproute2 coreutils
   nginx-light wrk nghttp2-client
@@ -23,8 +28,9 @@ as_root() {
 }
 
 deps() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
+  local wanted=("${PACKAGES[@]}") missing=()
+  [ "${1:-}" = build ] && wanted=("${BUILD_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -105,6 +111,6 @@ case "${1:-}" in
   test) run_tests ;;
   build) deps; build "${2:-release}" ;;
   bench) shift; deps; build release; exec bench/run.sh "$@" ;;
-  deps) deps ;;
-  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps" >&2; exit 2 ;;
+  deps) deps "${2:-}" ;;
+  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps [build]" >&2; exit 2 ;;
 esac
