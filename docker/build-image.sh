@@ -4,10 +4,13 @@
 # sources, imported into podman under the tag the Dockerfile's FROM names), then `podman build` runs the
 # Dockerfile unchanged with runc.
 #   docker/build-image.sh [TAG]        default TAG: localhost/sluice:dev
+#   docker/build-image.sh --base       only makes the base image (when missing)
 #   SLUICE_REFRESH_BASE=1 docker/build-image.sh    rebuilds the base image first
 # Prints the image's tag and uncompressed size last. Installs podman, runc and mmdebstrap when missing.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+base_only=0
+[ "${1:-}" = --base ] && { base_only=1; shift; }
 tag=${1:-localhost/sluice:dev}
 cache=${SLUICE_IMAGE_CACHE:-/var/tmp/sluice-image}
 
@@ -46,6 +49,7 @@ if [ "${SLUICE_REFRESH_BASE:-0}" = 1 ] || ! podman image exists "$base"; then
   podman import --change 'CMD ["bash"]' "$cache/base.tar" "$base" >/dev/null
   rm -f "$cache/base.tar"
 fi
+[ "$base_only" = 1 ] && { echo "$base"; exit 0; }
 
 say "building $tag from docker/Dockerfile"
 podman "${podman_flags[@]}" build --pull=never "${container_flags[@]}" \
