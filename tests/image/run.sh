@@ -42,7 +42,7 @@ name=sluice-image-test-$$
 work=$(mktemp -d /tmp/sluice-image-test.XXXXXX)
 demo_pid=
 cleanup() {
-  podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
+  podman rm -f -t 0 "$name" "$name-files" >/dev/null 2>&1 || true
   [ -n "$demo_pid" ] && kill "$demo_pid" 2>/dev/null && wait "$demo_pid" 2>/dev/null
   rm -rf "$work"
 }
