@@ -36,15 +36,24 @@ fi
 base=$(awk 'toupper($1) == "FROM" { print $2; exit }' "$repo/docker/Dockerfile")
 if [ "${SLUICE_REFRESH_BASE:-0}" = 1 ] || ! podman image exists "$base"; then
   mkdir -p "$cache"
-  src=/etc/apt/sources.list.d/debian.sources
-  [ -f "$src" ] || src=/etc/apt/sources.list
-  say "making $base with mmdebstrap from $src"
+  # Debian's own sources of this machine (files naming a debian.org host; a machine may also list other
+  # vendors' repositories, which have no place in the image). SLUICE_APT_SOURCES names files instead.
+  if [ -n "${SLUICE_APT_SOURCES:-}" ]; then
+    read -r -a sources <<<"$SLUICE_APT_SOURCES"
+  else
+    sources=()
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+      [ -f "$f" ] && grep -qE '^[^#]*[./]debian\.org' "$f" && sources+=("$f")
+    done
+  fi
+  [ ${#sources[@]} -gt 0 ] || { say "no Debian apt sources found: set SLUICE_APT_SOURCES to a sources file"; exit 2; }
+  say "making $base with mmdebstrap from ${sources[*]}"
   # The apt variant (Essential packages + apt) is a subset of the official debian:bookworm image, so a
   # Dockerfile that builds on it builds there too. Release files are accepted past their Valid-Until so
   # that a mirror snapshot older than the clock still works; that option stays inside the local base.
   mmdebstrap --variant=apt --mode=root --format=tar \
     --aptopt='Acquire::Check-Valid-Until "false"' \
-    bookworm "$cache/base.tar" "$src" >"$cache/mmdebstrap.log" 2>&1 ||
+    bookworm "$cache/base.tar" "${sources[@]}" >"$cache/mmdebstrap.log" 2>&1 ||
     { tail -20 "$cache/mmdebstrap.log" >&2; exit 1; }
   podman import --change 'CMD ["bash"]' "$cache/base.tar" "$base" >/dev/null
   rm -f "$cache/base.tar"
