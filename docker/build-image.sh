@@ -22,8 +22,8 @@ container_flags=(--network=host --ulimit nofile=1024:1024 --ulimit nproc=1024:10
 say() { echo "build-image: $*" >&2; }
 
 missing=()
-for tool in podman:podman runc:runc mmdebstrap:mmdebstrap; do
-  command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+for tool in podman runc mmdebstrap; do  # each command is its package's name
+  command -v "$tool" >/dev/null || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { say "needs ${missing[*]} (apt-get install ${missing[*]}), or root to install them"; exit 2; }
