@@ -2,8 +2,9 @@
 # The sidecar image as Knative runs it: built from docker/Dockerfile (docker/build-image.sh), started
 # read-only as uid 65532 with every capability dropped, under podman + runc on the host network, with
 # queue-proxy's environment, in front of the demo app. Checks the image's shape and size, a proxied
-# request, the K-Network-Probe answers, the :9090 Stat protobuf under load, and that SIGTERM drains (an
-# in-flight request completes, health checks fail) and the container exits 0.
+# request (plain, and over TLS with a mounted certificate pair), the K-Network-Probe answers, the :9090
+# Stat protobuf under load, and that SIGTERM drains (a streaming response completes, health checks fail)
+# and the container exits 0.
 #   tests/image/run.sh DEMO_APP_BINARY        (root; ctest: ctest --preset image)
 #   SLUICE_IMAGE=TAG tests/image/run.sh ...    tests an image already built instead of building one
 # Exit 77 (ctest: skipped) with the reason when this machine cannot run containers.
@@ -102,9 +103,15 @@ eventually 10 has_demo_port || fail "demo app did not start: $(cat "$work/demo.l
 user_port=$(demo_port)
 
 # --- the container, as Knative starts queue-proxy ------------------------------------------------------
+# With system-internal TLS, Knative mounts a certificate pair at /var/lib/knative/certs: a self-signed one.
+mkdir -p "$work/certs"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=hello.default.svc \
+  -keyout "$work/certs/tls.key" -out "$work/certs/tls.crt" 2>/dev/null || fail "openssl could not make a certificate"
+chmod 755 "$work/certs" && chmod 644 "$work/certs/tls.key" "$work/certs/tls.crt"
 pod=hello-00001-deployment-7d4b9c-abcde
 podman "${run_flags[@]}" run -d --name "$name" --network host "${ulimits[@]}" \
   --read-only --read-only-tmpfs=false --user 65532 --cap-drop ALL --security-opt no-new-privileges \
+  -v "$work/certs:/var/lib/knative/certs:ro" \
   -e SERVING_NAMESPACE=default -e SERVING_SERVICE=hello -e SERVING_CONFIGURATION=hello \
   -e SERVING_REVISION=hello-00001 -e SERVING_POD="$pod" -e SERVING_POD_IP=127.0.0.1 \
   -e CONTAINER_CONCURRENCY=0 -e REVISION_TIMEOUT_SECONDS=300 \
@@ -123,7 +130,9 @@ eventually 20 has_proxy_port || fail "sluice did not start: $(podman logs "$name
 port=$(listener_port proxy)
 metrics_port=$(listener_port metrics)
 [ -n "$metrics_port" ] || fail "no metrics listener logged: $(podman logs "$name" 2>&1)"
-note "sluice (uid 65532, read-only) on 127.0.0.1:$port, stats on :$metrics_port, app on :$user_port"
+tls_port=$(listener_port tls)
+[ -n "$tls_port" ] || fail "no TLS listener logged: $(podman logs "$name" 2>&1)"
+note "sluice (uid 65532, read-only) on 127.0.0.1:$port, TLS :$tls_port, stats :$metrics_port, app :$user_port"
 
 get() { curl -sS --max-time 10 "$@"; }
 
@@ -133,6 +142,12 @@ grep -q '^GET /headers HTTP/1.1' <<<"$body" || fail "the app did not see the req
 grep -qi '^x-forwarded-for: ' <<<"$body" || fail "no X-Forwarded-For added on the way: $body"
 grep -qi '^x-request-id: ' <<<"$body" || fail "no X-Request-Id added on the way: $body"
 note "proxied request: ok"
+
+# The same over TLS (the image's OpenSSL with the mounted pair), HTTP/2 by ALPN when curl speaks it.
+body=$(get --cacert "$work/certs/tls.crt" --resolve "hello.default.svc:$tls_port:127.0.0.1" \
+  "https://hello.default.svc:$tls_port/headers") || fail "proxied request over TLS failed"
+grep -qi '^x-forwarded-proto: https' <<<"$body" || fail "no X-Forwarded-Proto: https over TLS: $body"
+note "proxied request over TLS: ok"
 
 # K-Network-Probe: probe (the ingress's probe) echoes K-Network-Hash; the activator's and kubelet's
 # K-Network-Probe: queue gets 200 "queue" once the app's readiness probe passes.
