@@ -43,7 +43,8 @@ name=sluice-image-test-$$
 work=$(mktemp -d /tmp/sluice-image-test.XXXXXX)
 demo_pid=
 cleanup() {
-  podman rm -f -t 0 "$name" "$name-files" >/dev/null 2>&1 || true
+  # One name per call: podman 4.3's `rm -f` removes nothing when any of several names is missing.
+  for c in "$name" "$name-files"; do podman rm -f -t 0 "$c" >/dev/null 2>&1 || true; done
   [ -n "$demo_pid" ] && kill "$demo_pid" 2>/dev/null && wait "$demo_pid" 2>/dev/null
   rm -rf "$work"
 }
