@@ -2,29 +2,42 @@
 # sluice's two entry points on a Debian 12 machine:
 #   scripts/dev.sh run    install what is missing, build, run `sluice sidecar` in front of the demo app
 #   scripts/dev.sh test   install what is missing, build, run the whole suite (release, then ASan+UBSan)
-# Other commands: build [preset], bench (see bench/README.md), deps.
+# Other commands: build [preset], bench (see bench/README.md), deps [build|image] (`build`: only what
+# compiling the sluice binary needs; `image`: what building and testing the container image needs),
+# image-test (builds and tests the container image alone: tests/image/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Everything sluice builds and tests with, from Debian 12's own archive. Boost comes as 1.81 components:
-# the default libboost-dev is 1.74 and conflicts with them.
-PACKAGES=(
-  g++ cmake ninja-build pkg-config git ca-certificates
+# the default libboost-dev is 1.74 and conflicts with them. BUILD_PACKAGES are enough to compile the
+# `sluice` binary; docker/Dockerfile installs just those (`scripts/dev.sh deps build`).
+BUILD_PACKAGES=(
+  g++ cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev
   libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
+)
+PACKAGES=(
+  "${BUILD_PACKAGES[@]}" git ca-certificates
   libgtest-dev libgmock-dev
   curl openssl procps iproute2 coreutils
   nginx-light wrk nghttp2-client
   runc busybox-static
+  kubernetes-client
 )
+# The image test (tests/image/run.sh, run last by `test`): podman + runc build and run the image offline.
+IMAGE_PACKAGES=(podman runc mmdebstrap mount)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
 deps() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
+  local wanted=("${PACKAGES[@]}") missing=()
+  [ "${1:-}" = build ] && wanted=("${BUILD_PACKAGES[@]}")
+  [ "${1:-}" = image ] && wanted=("${IMAGE_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
+    # Any kubectl will do for `kubectl kustomize` (another vendor's package would conflict with Debian's).
+    [ "$p" = kubernetes-client ] && command -v kubectl >/dev/null && continue
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -97,6 +110,11 @@ run_tests() {
   ctest --preset release
   build asan
   ctest --preset asan
+  # Last, as it is the slowest: build the container image and run it (SLUICE_IMAGE_TEST=0 leaves it out).
+  if [ "${SLUICE_IMAGE_TEST:-1}" != 0 ]; then
+    deps image
+    ctest --preset image
+  fi
 }
 
 case "${1:-}" in
@@ -105,6 +123,7 @@ case "${1:-}" in
   test) run_tests ;;
   build) deps; build "${2:-release}" ;;
   bench) shift; deps; build release; exec bench/run.sh "$@" ;;
-  deps) deps ;;
-  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps" >&2; exit 2 ;;
+  image-test) deps; deps image; cmake --preset release >/dev/null; cmake --build --preset release --target sluice_demo_app; ctest --preset image ;;
+  deps) deps "${2:-}" ;;
+  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps [build|image]|image-test" >&2; exit 2 ;;
 esac

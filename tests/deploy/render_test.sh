@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Renders deploy/knative, deploy/sidecar and deploy/keda with `kubectl kustomize` and checks what a cluster
+# relies on: the image, ports, queue-proxy's environment, probes answered by sluice, the drain budget, and
+# each container's securityContext (runAsNonRoot, readOnlyRootFilesystem, no privilege escalation, every
+# capability dropped). No cluster is contacted: fields are read with `kubectl annotate --local -o jsonpath`.
+#   tests/deploy/render_test.sh [KUBECTL]       exit 77 (ctest: skipped) when there is no kubectl
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+kubectl=${1:-kubectl}
+command -v "$kubectl" >/dev/null || { echo "SKIP: no kubectl (apt-get install kubernetes-client)"; exit 77; }
+export KUBECONFIG=/dev/null
+work=$(mktemp -d /tmp/sluice-deploy-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+failures=0
+check() {  # check WHAT GOT WANT
+  if [ "$2" = "$3" ]; then
+    echo "ok   $1"
+  else
+    echo "FAIL $1: got '$2', want '$3'"
+    failures=$((failures + 1))
+  fi
+}
+
+render() { "$kubectl" kustomize "$repo/deploy/$1" > "$work/$1.yaml"; }
+# q DIR KIND/NAME JSONPATH: the field of one rendered object ("" when absent).
+q() {
+  "$kubectl" annotate --local -f "$work/$1.yaml" sluice.test/read=1 \
+    -o jsonpath="{.kind}/{.metadata.name}={$3}{\"\\n\"}" | sed -n "s|^$2=||p"
+}
+
+image=registry.example.com/sluice:0.1.0
+
+# --- knative: the queue-proxy image swap ---------------------------------------------------------------
+render knative
+check "knative: the only object is knative-serving's config-deployment" \
+  "$(q knative ConfigMap/config-deployment .metadata.namespace)" knative-serving
+check "knative: queue-sidecar-image is sluice's image" \
+  "$(q knative ConfigMap/config-deployment '.data.queue-sidecar-image')" "$image"
+check "knative: nothing else in the ConfigMap (a server-side apply leaves Knative's keys alone)" \
+  "$(q knative ConfigMap/config-deployment '.data' | tr -d ' ')" "{\"queue-sidecar-image\":\"$image\"}"
+
+# check_security DIR OBJ CONTAINER_PATH LABEL: the container's securityContext.
+check_security() {
+  local dir=$1 obj=$2 c=$3 what="$1: $4"
+  check "$what: runAsNonRoot" "$(q "$dir" "$obj" "$c.securityContext.runAsNonRoot")" true
+  check "$what: readOnlyRootFilesystem" "$(q "$dir" "$obj" "$c.securityContext.readOnlyRootFilesystem")" true
+  check "$what: allowPrivilegeEscalation false" "$(q "$dir" "$obj" "$c.securityContext.allowPrivilegeEscalation")" false
+  check "$what: capabilities drop ALL" "$(q "$dir" "$obj" "$c.securityContext.capabilities.drop[*]")" ALL
+}
+env_of() {  # env_of DIR OBJ CONTAINER_PATH NAME: the variable's value, or its fieldRef path
+  local v
+  v=$(q "$1" "$2" "$3.env[?(@.name==\"$4\")].value")
+  [ -n "$v" ] || v=$(q "$1" "$2" "$3.env[?(@.name==\"$4\")].valueFrom.fieldRef.fieldPath")
+  echo "$v"
+}
+has_env() {  # present, with a value (possibly "") or a valueFrom
+  q "$1" "$2" "$3.env[?(@.name==\"$4\")].name"
+}
+
+# --- sidecar: sluice as a native sidecar in front of the app --------------------------------------------
+render sidecar
+D=Deployment/hello
+S='.spec.template.spec.initContainers[?(@.name=="sluice")]'
+A='.spec.template.spec.containers[?(@.name=="app")]'
+check "sidecar: sluice is the one init container" "$(q sidecar $D '.spec.template.spec.initContainers[*].name')" sluice
+check "sidecar: sluice's image" "$(q sidecar $D "$S.image")" "$image"
+check "sidecar: sluice is a native sidecar (restartPolicy Always)" "$(q sidecar $D "$S.restartPolicy")" Always
+check "sidecar: sluice sets no command or args (the image's default: sidecar)" \
+  "$(q sidecar $D "$S.command")$(q sidecar $D "$S.args")" ""
+for p in queue-port=8012 http-autometric=9090 http-usermetric=9091; do
+  check "sidecar: sluice port ${p%=*}" "$(q sidecar $D "$S.ports[?(@.name==\"${p%=*}\")].containerPort")" "${p#*=}"
+done
+for v in SERVING_NAMESPACE SERVING_CONFIGURATION SERVING_REVISION SERVING_POD SERVING_POD_IP \
+         QUEUE_SERVING_PORT QUEUE_SERVING_TLS_PORT USER_PORT CONTAINER_CONCURRENCY REVISION_TIMEOUT_SECONDS \
+         SERVING_LOGGING_CONFIG SERVING_LOGGING_LEVEL; do
+  check "sidecar: queue-proxy's required $v is set" "$(has_env sidecar $D "$S" $v)" "$v"
+done
+check "sidecar: SERVING_POD from the pod's name" "$(env_of sidecar $D "$S" SERVING_POD)" metadata.name
+check "sidecar: SERVING_POD_IP from the pod's IP" "$(env_of sidecar $D "$S" SERVING_POD_IP)" status.podIP
+check "sidecar: QUEUE_SERVING_PORT is the queue-port" "$(env_of sidecar $D "$S" QUEUE_SERVING_PORT)" 8012
+check "sidecar: USER_PORT is the app's port" "$(env_of sidecar $D "$S" USER_PORT)" \
+  "$(q sidecar $D "$A.ports[0].containerPort")"
+check "sidecar: sluice probes the app's port" \
+  "$(env_of sidecar $D "$S" SERVING_READINESS_PROBE | sed -n 's/.*"port":\([0-9]*\).*/\1/p')" \
+  "$(q sidecar $D "$A.ports[0].containerPort")"
+check "sidecar: readiness is sluice's K-Network-Probe: queue answer" \
+  "$(q sidecar $D "$S.readinessProbe.httpGet.port") $(q sidecar $D "$S.readinessProbe.httpGet.httpHeaders[?(@.name==\"K-Network-Probe\")].value")" \
+  "queue-port queue"
+check "sidecar: startup waits for sluice's listener only" "$(q sidecar $D "$S.startupProbe.tcpSocket.port")" queue-port
+check "sidecar: the app has no probe of its own (sluice answers)" \
+  "$(q sidecar $D "$A.readinessProbe")$(q sidecar $D "$A.livenessProbe")$(q sidecar $D "$A.startupProbe")" ""
+check "sidecar: the app's preStop asks sluice to drain" \
+  "$(q sidecar $D "$A.lifecycle.preStop.httpGet.port") $(q sidecar $D "$A.lifecycle.preStop.httpGet.path")" \
+  "8022 /wait-for-drain"
+quiet_ms=$(env_of sidecar $D "$S" SLUICE_DRAIN_QUIET_PERIOD_MS)
+drain_s=$(env_of sidecar $D "$S" SLUICE_DRAIN_TIMEOUT_SECONDS)
+revision_s=$(env_of sidecar $D "$S" REVISION_TIMEOUT_SECONDS)
+grace=$(q sidecar $D .spec.template.spec.terminationGracePeriodSeconds)
+# sluice gets SIGTERM only after the app exits (in-flight requests: up to the revision timeout), then
+# waits its quiet period and at most the drain timeout.
+need=$(( revision_s + (${quiet_ms:-30000} + 999) / 1000 + ${drain_s:-60} ))
+check "sidecar: terminationGracePeriodSeconds ($grace) covers app drain + quiet period + drain timeout ($need)" \
+  "$([ "${grace:-30}" -ge "$need" ] && echo yes || echo no)" yes
+check "sidecar: pod runAsNonRoot" "$(q sidecar $D .spec.template.spec.securityContext.runAsNonRoot)" true
+check_security sidecar $D "$S" "sluice container"
+check_security sidecar $D "$A" "app container"
+check "sidecar: the Service sends traffic to sluice's queue-port" "$(q sidecar Service/hello '.spec.ports[0].targetPort')" queue-port
+check "sidecar: the Service selects the Deployment's pods" \
+  "$(q sidecar Service/hello .spec.selector.app)" "$(q sidecar $D .spec.template.metadata.labels.app)"
+
+# --- keda: the scaler and the ScaledObject -----------------------------------------------------------
+render keda
+D=Deployment/sluice-autoscaler
+C='.spec.template.spec.containers[?(@.name=="scaler")]'
+check "keda: the scaler's image" "$(q keda $D "$C.image")" "$image"
+check "keda: the scaler runs sluice autoscaler serve" "$(q keda $D "$C.args[0]") $(q keda $D "$C.args[1]")" "autoscaler serve"
+check "keda: the scaler's gRPC port" "$(q keda $D "$C.ports[?(@.name==\"grpc\")].containerPort")" 6000
+check "keda: the scaler's readiness probe" "$(q keda $D "$C.readinessProbe.tcpSocket.port")" grpc
+check "keda: the scaler's liveness probe" "$(q keda $D "$C.livenessProbe.tcpSocket.port")" grpc
+check "keda: scaler pod runAsNonRoot" "$(q keda $D .spec.template.spec.securityContext.runAsNonRoot)" true
+check_security keda $D "$C" "scaler container"
+check "keda: the scaler's Service" "$(q keda Service/sluice-autoscaler '.spec.ports[?(@.name=="grpc")].port')" 6000
+check "keda: the scaler's Service selects it" "$(q keda Service/sluice-autoscaler .spec.selector.app)" sluice-autoscaler
+check "keda: the sidecars' Service is headless (DNS lists every pod)" "$(q keda Service/hello-sidecars .spec.clusterIP)" None
+check "keda: the sidecars' Service points at the Stat port" "$(q keda Service/hello-sidecars .spec.ports[0].port)" 9090
+check "keda: the sidecars' Service selects deploy/sidecar's pods" "$(q keda Service/hello-sidecars .spec.selector.app)" hello
+O=ScaledObject/hello
+check "keda: the ScaledObject scales deploy/sidecar's Deployment" "$(q keda $O .spec.scaleTargetRef.name)" hello
+check "keda: the trigger is KEDA's external scaler" "$(q keda $O '.spec.triggers[0].type')" external
+check "keda: the trigger reaches the scaler's Service" "$(q keda $O '.spec.triggers[0].metadata.scalerAddress')" \
+  "sluice-autoscaler.default.svc.cluster.local:$(q keda Service/sluice-autoscaler '.spec.ports[?(@.name=="grpc")].port')"
+check "keda: the trigger names the headless sidecars' Service" "$(q keda $O '.spec.triggers[0].metadata.sidecars')" \
+  hello-sidecars.default.svc.cluster.local
+check "keda: at least one pod is kept (no activator in front)" "$([ "$(q keda $O .spec.minReplicaCount)" -ge 1 ] && echo yes)" yes
+
+echo
+[ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }
+echo "all checks passed with $("$kubectl" version --client 2>/dev/null | head -n1 || true)"
