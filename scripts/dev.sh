@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sluice's two entry points on a Debian 12 machine:
-#   scripts/dev.sh run    install what is missing, build, run `sluice sidecar` in front of the demo app
+#   scripts/dev.sh run    install what is missing, build, run `sluice gateway -- <demo app>` (cold, then warm requests)
 #   scripts/dev.sh test   install what is missing, build, run the whole suite (release, then ASan+UBSan)
 # Other commands: build [preset], bench (see bench/README.md), deps [build|image] (`build`: only what
 # compiling the sluice binary needs; `image`: what building and testing the container image needs),
