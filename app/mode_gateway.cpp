@@ -52,19 +52,9 @@ struct Cli {
   bool help = false;
 };
 
-std::pair<std::string, std::uint16_t> parse_host_port(const std::string& flag, const std::string& v,
-                                                      const std::string& default_host) {
-  std::string host = default_host, port = v;
-  if (auto colon = v.rfind(':'); colon != std::string::npos) {
-    host = v.substr(0, colon);
-    port = v.substr(colon + 1);
-  }
-  try {
-    size_t used = 0;
-    int x = std::stoi(port, &used);
-    if (!host.empty() && used == port.size() && x >= 0 && x <= 65535) return {host, static_cast<std::uint16_t>(x)};
-  } catch (const std::exception&) {
-  }
+std::pair<std::string, std::uint16_t> host_port_flag(const std::string& flag, const std::string& v,
+                                                     const std::string& default_host) {
+  if (auto hp = gw::parse_host_port(v, default_host)) return *hp;
   throw ConfigError("--" + flag + "=" + v + " is not [ADDRESS:]PORT");
 }
 
@@ -116,8 +106,8 @@ Cli parse_cli(Args args) {
   if (no_throttle)
     for (auto& s : g.services) s.throttling = false;
   for (const auto& [name, value] : overrides) {
-    if (name == "listen") std::tie(g.listen_address, g.port) = parse_host_port(name, value, g.listen_address);
-    else if (name == "admin") std::tie(g.admin_address, g.admin_port) = parse_host_port(name, value, g.admin_address);
+    if (name == "listen") std::tie(g.listen_address, g.port) = host_port_flag(name, value, g.listen_address);
+    else if (name == "admin") std::tie(g.admin_address, g.admin_port) = host_port_flag(name, value, g.admin_address);
     else if (name == "status") {
       if (value != "auto" && value != "tty" && value != "json" && value != "none")
         throw ConfigError("--status=" + value + " is not auto, tty, json or none");

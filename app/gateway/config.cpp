@@ -65,22 +65,10 @@ FeatureState feature_state(const std::string& source, const YAML::Node& n, const
   fail(source, n, path, "'" + v + "' is not enabled, allowed or disabled");
 }
 
-// "PORT", "ADDRESS:PORT" or "[V6]:PORT".
 std::pair<std::string, std::uint16_t> host_port(const std::string& source, const YAML::Node& n,
                                                 const std::string& path, const std::string& default_host) {
   auto v = scalar(source, n, path);
-  std::string host = default_host, port = v;
-  if (auto colon = v.rfind(':'); colon != std::string::npos) {
-    host = v.substr(0, colon);
-    port = v.substr(colon + 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  }
-  try {
-    size_t used = 0;
-    int x = std::stoi(port, &used);
-    if (!host.empty() && used == port.size() && x >= 0 && x <= 65535) return {host, static_cast<std::uint16_t>(x)};
-  } catch (const std::exception&) {
-  }
+  if (auto hp = parse_host_port(v, default_host)) return *hp;
   fail(source, n, path, "'" + v + "' is not [ADDRESS:]PORT");
 }
 
@@ -199,6 +187,23 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
+
+std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
+                                                                     const std::string& default_host) {
+  std::string host = default_host, port = text;
+  if (auto colon = text.rfind(':'); colon != std::string::npos) {
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  }
+  try {
+    size_t used = 0;
+    int x = std::stoi(port, &used);
+    if (!host.empty() && used == port.size() && x >= 0 && x <= 65535) return std::pair{host, static_cast<std::uint16_t>(x)};
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
 
 std::string_view to_string(FeatureState s) {
   switch (s) {

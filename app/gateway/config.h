@@ -61,6 +61,10 @@ struct GatewayConfig {
   std::string status_output = "auto";  // auto | tty | json | none
 };
 
+// "PORT", "ADDRESS:PORT" or "[V6]:PORT" (a bare port keeps `default_host`); nullopt when malformed.
+std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
+                                                                     const std::string& default_host);
+
 // Effective per-service switches, resolved from the feature states and the service's opt-ins.
 bool throttling_on(const GatewayConfig& g, const ServiceConfig& s);
 bool scale_to_zero_on(const GatewayConfig& g, const ServiceConfig& s);
