@@ -71,6 +71,9 @@ int run_sidecar(Args args) {
       .kv("address", cfg.proxy.listen_address)
       .kv("port", static_cast<unsigned>(server.port()))
       .kv("upstream", cfg.proxy.upstream_host + ":" + std::to_string(cfg.proxy.upstream_port))
+      .kv("upstream_protocol", cfg.proxy.upstream_protocol == proxy::ProxyConfig::UpstreamProtocol::h2c      ? "h2c"
+                               : cfg.proxy.upstream_protocol == proxy::ProxyConfig::UpstreamProtocol::detect ? "detect"
+                                                                                                             : "http1")
       .kv("workers", server.workers())
       .kv("container_concurrency", cfg.container_concurrency);
 

@@ -43,6 +43,11 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_LISTEN_ADDRESS", "listen-address", false, "address to listen on (default 0.0.0.0; :: for dual stack)"},
       {"SLUICE_PLAIN_PROTOCOLS", "plain-protocols", false,
        "what the plain port speaks: auto (HTTP/1.1 and h2c, by prior knowledge or Upgrade), http1 or h2c (default auto)"},
+      {"ENABLE_HTTP2_AUTO_DETECTION", "enable-http2-auto-detection", false,
+       "true: find out whether the app speaks h2c (it answers the HTTP/2 preface) at the first request"},
+      {"SLUICE_UPSTREAM_PROTOCOL", "upstream-protocol", false,
+       "what the app speaks: http1, h2c (prior knowledge) or detect (default: detect with "
+       "ENABLE_HTTP2_AUTO_DETECTION=true, h2c when QUEUE_SERVING_PORT is 8013 (Knative's h2c revisions), else http1)"},
       {"SLUICE_MAX_HEADER_BYTES", "max-header-bytes", false, "request line + headers (default 65536; 431 beyond)"},
       {"SLUICE_MAX_HEADER_COUNT", "max-header-count", false, "header fields per request (default 100; 431 beyond)"},
       {"SLUICE_MAX_BODY_BYTES", "max-body-bytes", false, "request body, 0 = unlimited (default 0; 413 beyond)"},
@@ -288,6 +293,14 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   else if (plain == "http1") c.proxy.plain_protocols = proxy::ProxyConfig::PlainProtocols::http1;
   else if (plain == "h2c") c.proxy.plain_protocols = proxy::ProxyConfig::PlainProtocols::h2c;
   else throw ConfigError("SLUICE_PLAIN_PROTOCOLS=\"" + plain + "\": expected auto, http1 or h2c");
+  // Knative gives h2c revisions (a container port named h2c) the serving port 8013 instead of 8012.
+  const bool auto_detect = o.get_bool("ENABLE_HTTP2_AUTO_DETECTION", false);
+  auto upstream = o.get_string("SLUICE_UPSTREAM_PROTOCOL", auto_detect ? "detect" : c.proxy.port == 8013 ? "h2c" : "http1");
+  using Upstream = proxy::ProxyConfig::UpstreamProtocol;
+  if (upstream == "http1") c.proxy.upstream_protocol = Upstream::http1;
+  else if (upstream == "h2c") c.proxy.upstream_protocol = Upstream::h2c;
+  else if (upstream == "detect") c.proxy.upstream_protocol = Upstream::detect;
+  else throw ConfigError("SLUICE_UPSTREAM_PROTOCOL=\"" + upstream + "\": expected http1, h2c or detect");
   auto& l = c.proxy.limits;
   l.max_header_bytes = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_BYTES", 65536, 1024, 16 << 20));
   l.max_header_count = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_COUNT", 100, 1, 100000));

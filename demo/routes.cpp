@@ -100,6 +100,13 @@ asio::awaitable<bool> route_trailers(Exchange& ex) {
   co_return !(co_await write_all(ex, ex.head));
 }
 
+// 103 Early Hints, then the response: an interim head a proxy should pass on.
+asio::awaitable<bool> route_early_hints(Exchange& ex) {
+  static constexpr std::string_view k103 = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n";
+  if (co_await write_all(ex, k103)) co_return false;
+  co_return co_await respond(ex, 200, kTextPlain, "hinted\n");
+}
+
 }  // namespace
 
 asio::awaitable<bool> respond(Exchange& ex, unsigned status, std::string_view content_type,
@@ -143,6 +150,7 @@ asio::awaitable<bool> dispatch(Exchange& ex) {
   if (path == "/close-immediately") co_return false;
   if (numbered(path, "/status/", n)) co_return co_await route_status(ex, n);
   if (path == "/trailers") co_return co_await route_trailers(ex);
+  if (path == "/early-hints") co_return co_await route_early_hints(ex);
   if (path == "/ws" && beast::websocket::is_upgrade(ex.parser.get())) {
     co_return co_await route_websocket(ex);
   }

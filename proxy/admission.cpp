@@ -1,6 +1,7 @@
 // Admission; see admission.h.
 #include "proxy/admission.h"
 
+#include "common/log.h"
 #include "proxy/headers.h"
 
 namespace sluice::proxy {
@@ -71,6 +72,29 @@ asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker,
     co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504};
   lease.emplace(std::move(std::get<BackendLease>(got)));
   co_return std::nullopt;
+}
+
+asio::awaitable<bool> upstream_is_h2c(WorkerContext& worker, const std::optional<BackendLease>& lease) {
+  if (lease) co_return lease->h2c;
+  switch (worker.config.upstream_protocol) {
+    case ProxyConfig::UpstreamProtocol::http1: co_return false;
+    case ProxyConfig::UpstreamProtocol::h2c: co_return true;
+    case ProxyConfig::UpstreamProtocol::detect: break;
+  }
+  if (worker.upstream_h2c) co_return *worker.upstream_h2c;
+  if (auto asked = worker.h2c_detection) {  // another exchange asked: its answer is this one's
+    co_await asked->wait();
+    co_return worker.upstream_h2c.value_or(false);
+  }
+  auto asking = std::make_shared<Completion>(worker.executor);
+  worker.h2c_detection = asking;
+  auto found = co_await h2::speaks_h2c(worker.executor, worker.pool.endpoint(), worker.config.timeouts.upstream_connect);
+  worker.h2c_detection.reset();
+  asking->signal();
+  if (!found) co_return false;  // not listening yet: HTTP/1.1 this time, ask again next time
+  worker.upstream_h2c = found;
+  log::info("app protocol detected").kv("protocol", *found ? "h2c" : "http1");
+  co_return *found;
 }
 
 Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start) {

@@ -59,6 +59,14 @@ inline UpstreamPool& upstream_pool(WorkerContext& worker, const std::optional<Ba
   return lease ? worker.pool_for(lease->endpoint) : worker.pool;
 }
 
+// Whether the exchange goes to the app over h2c: the gateway's instance says so, or the configured
+// upstream protocol does, detected at the first exchange when so configured.
+asio::awaitable<bool> upstream_is_h2c(WorkerContext& worker, const std::optional<BackendLease>& lease);
+
+inline h2::ClientPool& upstream_h2_pool(WorkerContext& worker, const std::optional<BackendLease>& lease) {
+  return lease ? worker.h2_pool_for(lease->endpoint) : worker.h2_pool;
+}
+
 // The earlier of the whole-request and response-start deadlines of an exchange that began at `start`.
 Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start);
 

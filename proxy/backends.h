@@ -17,6 +17,7 @@ namespace sluice::proxy {
 struct BackendLease {
   tcp::endpoint endpoint;
   std::shared_ptr<void> hold;
+  bool h2c = false;  // the instance speaks h2c (prior knowledge), not HTTP/1.1
 };
 
 // Why no instance was given: sent to the client as is.

@@ -68,6 +68,11 @@ struct ProxyConfig {
   // What the plain port speaks: both (HTTP/1.1, h2c by prior knowledge and by Upgrade), or one only.
   enum class PlainProtocols { http1_and_h2c, http1, h2c };
   PlainProtocols plain_protocols = PlainProtocols::http1_and_h2c;
+  // What the app speaks: HTTP/1.1, h2c (prior knowledge), or whichever answers the HTTP/2 preface
+  // (ENABLE_HTTP2_AUTO_DETECTION; asked once per worker, at the first exchange). Any downstream
+  // protocol is translated to it.
+  enum class UpstreamProtocol { http1, h2c, detect };
+  UpstreamProtocol upstream_protocol = UpstreamProtocol::http1;
   std::size_t container_concurrency = 0;  // 0 = no breaker
   std::size_t queue_depth = 0;            // waiting requests beyond the concurrency (Knative: 10x)
   ReadinessProbeConfig readiness;

@@ -8,7 +8,9 @@
 #include <string>
 #include <unordered_set>
 
+#include "proxy/completion.h"
 #include "proxy/config.h"
+#include "proxy/h2/client.h"
 #include "proxy/headers.h"
 #include "proxy/shared_state.h"
 #include "proxy/upstream_pool.h"
@@ -31,6 +33,7 @@ struct WorkerContext {
         shared(s),
         stats(s.stats.shard(index)),
         pool(ex, upstream, c.upstream_max_idle, c.timeouts.upstream_connect),
+        h2_pool(ex, upstream, c.timeouts.upstream_connect, c.limits.max_response_header_bytes),
         executor(ex) {}
 
   // The pool for an instance chosen by the backends (gateway), made on first use and kept (exchanges in
@@ -42,17 +45,30 @@ struct WorkerContext {
     if (!p) p = std::make_unique<UpstreamPool>(executor, ep, config.upstream_max_idle, config.timeouts.upstream_connect);
     return *p;
   }
+  h2::ClientPool& h2_pool_for(const tcp::endpoint& ep) {
+    if (ep == h2_pool.endpoint()) return h2_pool;
+    auto& p = instance_h2_pools[ep];
+    if (!p) p = std::make_unique<h2::ClientPool>(executor, ep, config.timeouts.upstream_connect,
+                                                 config.limits.max_response_header_bytes);
+    return *p;
+  }
   void close_idle() {
     pool.close_idle();
+    h2_pool.close_idle();
     for (auto& [ep, p] : instance_pools) p->close_idle();
+    for (auto& [ep, p] : instance_h2_pools) p->close_idle();
   }
 
   const ProxyConfig& config;
   SharedState& shared;
   metrics::RequestStatsShard& stats;  // this worker's: written by no other thread
   UpstreamPool pool;  // to the configured upstream
+  h2::ClientPool h2_pool;  // the same, when it speaks h2c
   asio::any_io_executor executor;
   std::map<tcp::endpoint, std::unique_ptr<UpstreamPool>> instance_pools;
+  std::map<tcp::endpoint, std::unique_ptr<h2::ClientPool>> instance_h2_pools;
+  std::optional<bool> upstream_h2c;             // UpstreamProtocol::detect: what the app answered
+  std::shared_ptr<Completion> h2c_detection;    // ... while the question is out
   RequestIdGenerator request_ids;
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener
   bool draining = false;        // no new keep-alive exchanges

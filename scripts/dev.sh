@@ -20,7 +20,7 @@ PACKAGES=(
   "${BUILD_PACKAGES[@]}" git ca-certificates
   libgtest-dev libgmock-dev
   curl openssl procps iproute2 coreutils
-  nginx-light wrk nghttp2-client
+  nginx-light wrk nghttp2-client python3-grpcio
   runc busybox-static
   kubernetes-client
 )

@@ -217,6 +217,9 @@ std::string_view to_string(FeatureState s) {
 bool throttling_on(const GatewayConfig& g, const ServiceConfig& s) {
   return feature_on(g.features.throttling, s.throttling);
 }
+bool h2c_upstream_on(const GatewayConfig& g, const ServiceConfig& s) {
+  return feature_on(g.features.h2c_upstream, s.h2c_upstream);
+}
 bool scale_to_zero_on(const GatewayConfig& g, const ServiceConfig& s) {
   return feature_on(g.features.scale_to_zero, s.scale_to_zero) && s.scaling.enable_scale_to_zero;
 }
@@ -351,8 +354,6 @@ void validate(GatewayConfig& g) {
     feature_opt_in(g.source, s.name, "throttling", g.features.throttling, s.throttling);
     feature_opt_in(g.source, s.name, "scale-to-zero", g.features.scale_to_zero, s.scale_to_zero);
     feature_opt_in(g.source, s.name, "h2c-upstream", g.features.h2c_upstream, s.h2c_upstream);
-    if (feature_on(g.features.h2c_upstream, s.h2c_upstream))
-      throw ConfigError(base + ".features.h2c-upstream: h2c to instances is not available in this build yet");
     if (!scale_to_zero_on(g, s) && s.scaling.min_scale < 1) s.scaling.min_scale = 1;
   }
   if (defaults > 1) throw ConfigError(g.source + ": more than one service has default: true");

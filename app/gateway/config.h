@@ -22,7 +22,7 @@ std::string_view to_string(FeatureState s);
 struct Features {
   FeatureState throttling = FeatureState::allowed;      // freeze instances with nothing in flight
   FeatureState scale_to_zero = FeatureState::enabled;   // stop the last instance after the grace period
-  FeatureState h2c_upstream = FeatureState::disabled;   // talk h2c to instances (not built yet)
+  FeatureState h2c_upstream = FeatureState::allowed;    // talk h2c (prior knowledge) to instances
 };
 
 struct ServiceConfig {
@@ -68,6 +68,7 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::
 // Effective per-service switches, resolved from the feature states and the service's opt-ins.
 bool throttling_on(const GatewayConfig& g, const ServiceConfig& s);
 bool scale_to_zero_on(const GatewayConfig& g, const ServiceConfig& s);
+bool h2c_upstream_on(const GatewayConfig& g, const ServiceConfig& s);
 
 // `sluice gateway -- CMD ARGS`: one service "app" on :8080, throttling enabled (SPEC §9).
 GatewayConfig one_liner(std::vector<std::string> command);

@@ -123,6 +123,7 @@ Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_co
     s->config = sc;
     s->throttling = throttling_on(config, sc) && runtime.throttle().kind != runtime::ThrottleKind::none;
     s->scale_to_zero = scale_to_zero_on(config, sc);
+    s->h2c = h2c_upstream_on(config, sc);
     s->kpa = std::make_unique<autoscaler::Kpa>(sc.scaling, 0, now);
     s->integral_since = now;
     s->stat_since = now;
@@ -204,7 +205,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
   std::vector<std::string> thaw;
   auto lease_of = [&](std::shared_ptr<Instance> inst) {
     return proxy::BackendLease{tcp::endpoint(asio::ip::address_v4::loopback(), inst->port),
-                               std::make_shared<Hold>(*this, *s, inst)};
+                               std::make_shared<Hold>(*this, *s, inst), s->h2c};
   };
   auto waiter = std::make_shared<Waiter>();
   std::list<std::shared_ptr<Waiter>>::iterator place;

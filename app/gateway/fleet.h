@@ -99,6 +99,7 @@ class Fleet final : public proxy::Backends {
   struct Service {
     ServiceConfig config;
     bool throttling = false, scale_to_zero = true;
+    bool h2c = false;  // instances speak h2c
     std::vector<std::shared_ptr<Instance>> instances;
     std::list<std::shared_ptr<Waiter>> waiters;
     std::unique_ptr<autoscaler::Kpa> kpa;  // control thread only

@@ -4,12 +4,13 @@
 #include <array>
 #include <cstdio>
 
+#include "proxy/h2/client.h"
+
 namespace sluice::proxy::h1 {
-namespace {
 
 template <class Dst>
-asio::awaitable<error_code> write_piece(Dst& dst, std::string& head, Framing out,
-                                        asio::const_buffer data, RelayProgress& progress) {
+asio::awaitable<error_code> write_body_piece(Dst& dst, std::string& head, Framing out,
+                                             asio::const_buffer data, RelayProgress& progress) {
   char chunk_size[24];
   std::array<asio::const_buffer, 4> bufs;
   std::size_t n = 0;
@@ -32,6 +33,27 @@ asio::awaitable<error_code> write_piece(Dst& dst, std::string& head, Framing out
   }
   co_return ec;
 }
+
+template <class Dst>
+asio::awaitable<error_code> end_body(Dst& dst, std::string& head, Framing out, const TrailerList& trailers) {
+  if (out != Framing::chunked) co_return head.empty() ? error_code{} : co_await write_all(dst, head);
+  std::string tail = std::move(head);
+  tail += "0\r\n";
+  for (const auto& [name, value] : trailers) {
+    tail += name;
+    tail += ": ";
+    tail += value;
+    tail += "\r\n";
+  }
+  tail += "\r\n";
+  co_return co_await write_all(dst, tail);
+}
+
+template asio::awaitable<error_code> write_body_piece(Downstream&, std::string&, Framing, asio::const_buffer,
+                                                     RelayProgress&);
+template asio::awaitable<error_code> end_body(Downstream&, std::string&, Framing, const TrailerList&);
+
+namespace {
 
 template <bool isRequest, class Dst>
 asio::awaitable<error_code> finish_chunked(Dst& dst, std::string& head,
@@ -81,7 +103,7 @@ asio::awaitable<error_code> relay_body(Src& src, beast::flat_buffer& src_buffer,
     std::uint64_t remaining = parser.content_length().value_or(0);
     if (src_buffer.size() > 0 && remaining > 0) {
       auto n = static_cast<std::size_t>(std::min<std::uint64_t>(src_buffer.size(), remaining));
-      auto ec = co_await write_piece(dst, head, out, asio::buffer(src_buffer.data().data(), n), progress);
+      auto ec = co_await write_body_piece(dst, head, out, asio::buffer(src_buffer.data().data(), n), progress);
       if (ec) co_return ec;
       src_buffer.consume(n);
       remaining -= n;
@@ -95,7 +117,7 @@ asio::awaitable<error_code> relay_body(Src& src, beast::flat_buffer& src_buffer,
       auto want = static_cast<std::size_t>(std::min<std::uint64_t>(scratch.size(), remaining));
       auto [ec, n] = co_await src.async_read_some(asio::buffer(scratch.data(), want), use_nothrow);
       if (ec) co_return ec == asio::error::eof ? error_code(http::error::partial_message) : ec;
-      if (auto wec = co_await write_piece(dst, head, out, asio::buffer(scratch.data(), n), progress))
+      if (auto wec = co_await write_body_piece(dst, head, out, asio::buffer(scratch.data(), n), progress))
         co_return wec;
       remaining -= n;
     }
@@ -120,7 +142,7 @@ asio::awaitable<error_code> relay_body(Src& src, beast::flat_buffer& src_buffer,
     std::size_t got = scratch.size() - parser.get().body().size;
     if (got == 0) continue;
     if (out == Framing::chunked || out == Framing::length || out == Framing::until_close) {
-      if (auto wec = co_await write_piece(dst, head, out, asio::buffer(scratch.data(), got), progress))
+      if (auto wec = co_await write_body_piece(dst, head, out, asio::buffer(scratch.data(), got), progress))
         co_return wec;
     }
   }
@@ -131,6 +153,10 @@ asio::awaitable<error_code> relay_body(Src& src, beast::flat_buffer& src_buffer,
 
 template asio::awaitable<error_code> relay_body<true>(Downstream&, beast::flat_buffer&,
                                                       RequestParser&, Framing, tcp::socket&, Framing,
+                                                      ScratchBuffer&, std::string&, std::size_t,
+                                                      RelayProgress&);
+template asio::awaitable<error_code> relay_body<true>(Downstream&, beast::flat_buffer&,
+                                                      RequestParser&, Framing, h2::ClientStream&, Framing,
                                                       ScratchBuffer&, std::string&, std::size_t,
                                                       RelayProgress&);
 template asio::awaitable<error_code> relay_body<false>(tcp::socket&, beast::flat_buffer&,

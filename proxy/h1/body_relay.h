@@ -6,6 +6,8 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "proxy/downstream.h"
 #include "proxy/h1/message.h"
@@ -35,13 +37,24 @@ struct RelayProgress {
 
 // `head`, when non-empty, is written before (and in the same write as) the first body bytes.
 // `header_fields` is how many fields the head had, so fields the parser added later are trailers.
-// Instantiated for client → app (Downstream → tcp::socket) and app → client.
+// Instantiated for client → app (Downstream → tcp::socket or an h2c stream) and app → client.
 template <bool isRequest, class Src, class Dst>
 asio::awaitable<error_code> relay_body(Src& src, beast::flat_buffer& src_buffer,
                                        http::parser<isRequest, http::buffer_body>& parser,
                                        Framing in, Dst& dst, Framing out,
                                        ScratchBuffer& scratch, std::string& head,
                                        std::size_t header_fields, RelayProgress& progress);
+
+using TrailerList = std::vector<std::pair<std::string, std::string>>;
+
+// One piece of a body in framing `out`, after `head` (in the same write) while that is not empty.
+// For Downstream (the client).
+template <class Dst>
+asio::awaitable<error_code> write_body_piece(Dst& dst, std::string& head, Framing out, asio::const_buffer data,
+                                             RelayProgress& progress);
+// The end of a body: the last chunk with `trailers` when chunked; `head` if it is still unwritten.
+template <class Dst>
+asio::awaitable<error_code> end_body(Dst& dst, std::string& head, Framing out, const TrailerList& trailers);
 
 // Writes `head` alone (when a body cannot be merged with it).
 // For tcp::socket (the app) and Downstream (the client).

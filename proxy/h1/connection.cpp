@@ -1,6 +1,7 @@
 // The HTTP/1.1 downstream connection; see connection.h.
 #include "proxy/h1/connection.h"
 
+#include <charconv>
 #include <limits>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -123,6 +124,7 @@ void Connection::on_deadline() {
     case Phase::closed: return;
   }
   if (upstream_) upstream_->socket.cancel(ec);
+  if (h2_upstream_) h2_upstream_->cancel();
   down_.cancel(ec);
 }
 
@@ -346,6 +348,13 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   bool upgrade = !upgrade_to.empty() && !iequals(upgrade_to, "h2c") &&
                  listed_in_connection(req[http::field::connection], "upgrade");
 
+  if (!upgrade) {  // an upgrade (WebSocket) needs HTTP/1.1 to the app
+    const bool to_h2c = co_await upstream_is_h2c(worker_, lease);
+    if (to_h2c) {
+      co_return co_await exchange_h2c(parser, body, keep_alive, expect_continue, header_fields,
+                                      upstream_h2_pool(worker_, lease));
+    }
+  }
   std::string& request_head = request_head_;
   request_head.clear();
   RequestRewrite rw{.peer_address = peer_address_,
@@ -498,6 +507,143 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
   if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
   if (upstream_clean && !pump_ec && rp->keep_alive() && up_framing != Framing::until_close)
     pool.release(std::move(up));
+  co_return keep_alive;
+}
+
+// The exchange when the app speaks h2c: the request body streams into an HTTP/2 stream; the response
+// comes back as HTTP/1.1, chunked unless the app gave a length, with its trailers in the last chunk.
+asio::awaitable<bool> Connection::exchange_h2c(RequestParser& parser, Framing body, bool keep_alive,
+                                               bool expect_continue, std::size_t header_fields,
+                                               h2::ClientPool& pool) {
+  auto& req = parser.get();
+  auto& shared = worker_.shared;
+  RequestRewrite rw{.peer_address = peer_address_, .scheme = down_.is_tls() ? kHttps : worker_.scheme,
+                    .request_ids = &worker_.request_ids};
+  std::optional<std::uint64_t> request_length;
+  if (body != Framing::chunked) request_length = to_std(parser.content_length());
+  auto fields = h2::upstream_request_fields(req, rw, request_length, record_.request_id, record_.trace_id);
+  const bool head_request = req.method() == http::verb::head;
+  const auto upstream_start = shared.request_metrics ? Clock::now() : Clock::time_point{};
+
+  std::unique_ptr<h2::ClientStream> up;
+  std::optional<Completion> pump_done;
+  error_code pump_ec;
+  http::response_header<> res;
+  for (int attempt = 0;; ++attempt) {
+    auto [oec, opened] = co_await pool.open(fields, body == Framing::none);
+    if (expired_ == Expired::exchange) co_return co_await fail_exchange(oec, "connect", false);
+    if (oec) co_return co_await fail_exchange(oec, "upstream connect error", keep_alive && body == Framing::none);
+    up = std::move(opened);
+    h2_upstream_ = up.get();
+    if (body != Framing::none) {
+      if (expect_continue) {
+        static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (co_await write_all(down_, k100)) co_return false;
+      }
+      pump_done.emplace(down_.get_executor());
+      asio::co_spawn(down_.get_executor(), [&]() -> asio::awaitable<void> {
+        std::string no_head;
+        RelayProgress progress;
+        pump_ec = co_await relay_body(down_, down_buffer_, parser, body, *up, Framing::until_close, scratch_down_,
+                                      no_head, header_fields, progress);
+        record_.request_bytes = progress.bytes;
+        if (pump_ec) {
+          up->cancel();
+        } else {
+          TrailerList trailers;  // a chunked body's trailers follow the head's fields in the parser's list
+          std::size_t i = 0;
+          for (const auto& f : req)
+            if (i++ >= header_fields) trailers.emplace_back(f.name_string(), f.value());
+          up->end_request(std::move(trailers));
+        }
+        pump_done->signal();
+      }, asio::detached);
+    }
+    // Interim responses (other than 100, which sluice answered) are passed on.
+    error_code ec;
+    while (!(ec = co_await up->read_head(res)) && is_interim(res.result_int())) {
+      if (res.result_int() == 100) continue;
+      head_.clear();
+      format_downstream_response(head_, res, Framing::none, std::nullopt, true, false, req.version());
+      if (co_await write_all(down_, head_)) ec = asio::error::connection_aborted;
+      if (ec) break;
+    }
+    if (!ec) break;
+    if (pump_done) {
+      error_code ignore;
+      up->cancel();
+      down_.cancel(ignore);
+      co_await pump_done->wait();
+    }
+    h2_upstream_ = nullptr;
+    if (pump_ec == http::error::body_limit) co_return co_await respond_locally(413, "request body too large", false);
+    if (pump_ec && client_went_away(pump_ec)) co_return false;
+    // Refused before the app looked at it (it is going away): a request without a body goes again.
+    if (up->refused() && body == Framing::none && attempt == 0 && expired_ == Expired::nothing) continue;
+    co_return co_await fail_exchange(ec, "upstream", false);
+  }
+
+  // The response head is here: from now on a failure can only cut the response.
+  const unsigned status = res.result_int();
+  record_.status = static_cast<int>(status);
+  std::optional<std::uint64_t> length;
+  if (auto cl = res[http::field::content_length]; !cl.empty()) {
+    std::uint64_t v = 0;
+    auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
+    if (err == std::errc() && ptr == cl.data() + cl.size()) length = v;  // nghttp2 checked it against the body
+  }
+  const bool bodiless = up->ended_with_head() || head_request || status == 204 || status == 304;
+  Framing down_framing = bodiless ? Framing::none
+                         : length ? (*length == 0 ? Framing::none : Framing::length)
+                                  : downstream_framing(Framing::until_close, req.version());
+  if (bodiless && !length && !head_request && status != 204 && status != 304) length = 0;
+  if (down_framing == Framing::until_close || worker_.draining) keep_alive = false;
+  head_.clear();
+  format_downstream_response(head_, res, down_framing, length, keep_alive, false, req.version());
+  response_started_ = true;
+
+  RelayProgress progress{.last_write = &last_write_};
+  error_code rec;
+  if (down_framing == Framing::none) {
+    rec = co_await write_all(down_, head_);
+  } else {
+    std::span<char> scratch = scratch_up_.get();
+    while (true) {
+      auto [ec, n] = co_await up->read(asio::buffer(scratch.data(), scratch.size()));
+      if (ec) {
+        rec = ec;
+        break;
+      }
+      if (n == 0) {
+        rec = co_await end_body(down_, head_, down_framing, up->trailers());
+        break;
+      }
+      if ((rec = co_await write_body_piece(down_, head_, down_framing, asio::buffer(scratch.data(), n), progress)))
+        break;
+    }
+  }
+  record_.response_bytes = progress.bytes;
+  if (pump_done) {
+    if (!pump_done->done()) {
+      // The app answered before reading the whole request body: stop reading it, and since the
+      // client's framing is now out of step, end the connection after this response.
+      error_code ignore;
+      up->cancel();
+      down_.cancel(ignore);
+      keep_alive = false;
+    }
+    co_await pump_done->wait();
+    if (pump_ec) keep_alive = false;
+  }
+  h2_upstream_ = nullptr;
+  if (shared.request_metrics)
+    shared.request_metrics->record_app(record_.status, seconds_between(upstream_start, Clock::now()));
+  if (rec) {
+    if (!client_went_away(rec) && !is_timeout_like(rec))
+      log::warn("response relay failed").kv("error", rec.message()).kv("request_id", record_.request_id);
+    co_return co_await fail_exchange(rec, "response", false);
+  }
+  if (worker_.config.request_log) write_request_log(record_, worker_.config.pod_ip);
   co_return keep_alive;
 }
 

@@ -40,6 +40,8 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   asio::awaitable<bool> fail_exchange(error_code ec, std::string_view what, bool keep_alive);
   asio::awaitable<void> pump_request_body(RequestParser& parser, UpstreamConnection& up, Framing in,
                                           Framing out, std::size_t header_fields, error_code& result);
+  asio::awaitable<bool> exchange_h2c(RequestParser& parser, Framing body, bool keep_alive, bool expect_continue,
+                                     std::size_t header_fields, h2::ClientPool& pool);
   asio::awaitable<void> tunnel(UpstreamConnection& up);
   asio::awaitable<void> linger();
   asio::awaitable<bool> upgrade_to_h2c(RequestParser& parser, Framing body);
@@ -67,6 +69,7 @@ class Connection final : private Watchdog::Target, public ConnectionHandle {
   Expired expired_ = Expired::nothing;
   Clock::time_point close_idle_at_ = Clock::time_point::max();  // set at shutdown
   UpstreamConnection* upstream_ = nullptr;  // in use by the current exchange, for cancellation
+  h2::ClientStream* h2_upstream_ = nullptr;  // ... when the app speaks h2c
   ExchangeRecord record_;
   std::optional<h2::UpgradeRequest> upgrade_;  // set once 101 went out for h2c
 };

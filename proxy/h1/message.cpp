@@ -66,15 +66,9 @@ Framing downstream_framing(Framing upstream, unsigned client_version) {
   return upstream;
 }
 
-void format_upstream_request(std::string& out, const http::request_header<>& req, Framing body,
-                             std::optional<std::uint64_t> content_length, const RequestRewrite& rw,
-                             std::string& request_id, std::string& trace_id) {
+void rewrite_request_fields(const http::request_header<>& req, const RequestRewrite& rw,
+                            std::string& request_id, std::string& trace_id, FieldSink& out) {
   ConnectionTokens conn(req[http::field::connection]);
-  out += req.method_string();
-  out += ' ';
-  out += req.target();
-  out += " HTTP/1.1\r\n";
-
   std::string xff, forwarded;
   std::string_view xfp, xfh;
   bool te_trailers = false;
@@ -110,21 +104,36 @@ void format_upstream_request(std::string& out, const http::request_header<>& req
       else if (iequals(name, "x-request-id")) request_id.assign(value.data(), value.size());
       else if (iequals(name, "x-b3-traceid")) trace_id.assign(value.data(), value.size());
     }
-    append_field(out, name, value);
+    out.field(name, value);
   }
 
   // RFC 7239 first (queue-proxy's shim reads the X-Forwarded-* the client sent), then this hop.
   if (forwarded.empty()) forwarded = forwarded_from_x_forwarded(xff, xfh, xfp);
   append_forwarded_hop(forwarded, rw.peer_address, rw.scheme);
   append_x_forwarded_for(xff, rw.peer_address);
-  append_field(out, "X-Forwarded-For", xff);
-  append_field(out, "Forwarded", forwarded);
-  if (xfp.empty()) append_field(out, "X-Forwarded-Proto", rw.scheme);
+  out.field("X-Forwarded-For", xff);
+  out.field("Forwarded", forwarded);
+  if (xfp.empty()) out.field("X-Forwarded-Proto", rw.scheme);
   if (request_id.empty() && rw.request_ids) {
     request_id = rw.request_ids->next();
-    append_field(out, "X-Request-Id", request_id);
+    out.field("X-Request-Id", request_id);
   }
-  if (te_trailers) out += "TE: trailers\r\n";
+  if (te_trailers) out.field("TE", "trailers");
+}
+
+void format_upstream_request(std::string& out, const http::request_header<>& req, Framing body,
+                             std::optional<std::uint64_t> content_length, const RequestRewrite& rw,
+                             std::string& request_id, std::string& trace_id) {
+  out += req.method_string();
+  out += ' ';
+  out += req.target();
+  out += " HTTP/1.1\r\n";
+  struct Text final : FieldSink {
+    std::string& out;
+    explicit Text(std::string& o) : out(o) {}
+    void field(std::string_view name, std::string_view value) override { append_field(out, name, value); }
+  } text(out);
+  rewrite_request_fields(req, rw, request_id, trace_id, text);
   if (body == Framing::chunked) {
     out += "Transfer-Encoding: chunked\r\n";
   } else if (body == Framing::length && content_length) {

@@ -25,6 +25,22 @@ struct RequestRewrite {
   bool keep_upgrade = false;                     // forward Connection: upgrade + Upgrade
 };
 
+// Receives a request's fields one by one, in order.
+class FieldSink {
+ public:
+  virtual void field(std::string_view name, std::string_view value) = 0;
+
+ protected:
+  ~FieldSink() = default;
+};
+
+// The fields of a request on its way to the app, whatever protocol carries it: the end-to-end fields
+// (hop-by-hop and Knative-internal ones removed, K-Original-Host restored), then this hop's forwarding
+// fields, X-Request-Id when the client sent none, and `TE: trailers` when asked for. Framing fields
+// (Content-Length, Transfer-Encoding) are the caller's. Sets *request_id to the X-Request-Id sent.
+void rewrite_request_fields(const http::request_header<>& req, const RequestRewrite& rw,
+                            std::string& request_id, std::string& trace_id, FieldSink& out);
+
 // The request head to send upstream: request line, end-to-end fields, forwarding fields, framing.
 // Sets *request_id to the X-Request-Id sent (the client's or the generated one).
 void format_upstream_request(std::string& out, const http::request_header<>& req, Framing body,

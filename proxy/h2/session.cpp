@@ -82,6 +82,12 @@ struct Stream {
 
   Notifier closed_signal;
   UpstreamConnection* upstream = nullptr;  // for cancellation
+  ClientStream* h2_upstream = nullptr;     // ... when the app speaks h2c
+  void cancel_upstream() {
+    error_code ignore;
+    if (upstream) upstream->socket.cancel(ignore);
+    if (h2_upstream) h2_upstream->cancel();
+  }
   std::optional<asio::steady_timer> deadline;  // request / response-start timeout, while forwarding
 };
 
@@ -126,11 +132,15 @@ class Session final : public ConnectionHandle {
   asio::awaitable<void> writer();
   asio::awaitable<void> idle_watch();
   asio::awaitable<void> forward(std::shared_ptr<Stream> s);
-  asio::awaitable<void> pump_request(Stream& s, UpstreamConnection& up, Framing framing, error_code& result);
+  template <class Sink>
+  asio::awaitable<void> pump_request(Stream& s, Sink& sink, error_code& result);
+  asio::awaitable<void> forward_h2c(std::shared_ptr<Stream> s, ExchangeRecord& record, h2::ClientPool& pool,
+                                    std::optional<std::uint64_t> content_length, bool head_request);
   asio::awaitable<void> stream_deadline(std::shared_ptr<Stream> s);
   Clock::time_point stream_due(const Stream& s) const;
   void submit_local(Stream& s, const LocalAnswer& a);
-  void submit_head(Stream& s, const http::response_header<>& res, bool with_body);
+  // The app's response head; an interim (1xx) one goes out as a HEADERS frame of its own.
+  void submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim = false);
   void reset_stream(Stream& s, std::uint32_t error);
   void consume(Stream& s, std::size_t n);
   bool done() const { return !nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_); }
@@ -237,10 +247,7 @@ int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void*
   self.streams_.erase(it);
   s->closed = true;
   if (error != NGHTTP2_NO_ERROR || !s->response_done) s->reset = true;
-  if (s->reset && s->upstream) {
-    error_code ignore;
-    s->upstream->socket.cancel(ignore);
-  }
+  if (s->reset) s->cancel_upstream();
   s->request_data.notify();
   s->response_space.notify();
   s->closed_signal.notify();
@@ -347,7 +354,7 @@ void Session::submit_local(Stream& s, const LocalAnswer& a) {
   write_wanted_.notify();
 }
 
-void Session::submit_head(Stream& s, const http::response_header<>& res, bool with_body) {
+void Session::submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim) {
   std::vector<std::string> names;
   std::vector<nghttp2_nv> nva;
   std::string status = std::to_string(res.result_int());
@@ -365,8 +372,12 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
     if (is_connection_specific(lowered.back())) continue;
     add(lowered.back(), f.value());
   }
-  nghttp2_data_provider prd{.source = {.ptr = &s}, .read_callback = &Session::read_response};
-  nghttp2_submit_response(ng_, s.id, nva.data(), nva.size(), with_body ? &prd : nullptr);
+  if (interim) {
+    nghttp2_submit_headers(ng_, NGHTTP2_FLAG_NONE, s.id, nullptr, nva.data(), nva.size(), nullptr);
+  } else {
+    nghttp2_data_provider prd{.source = {.ptr = &s}, .read_callback = &Session::read_response};
+    nghttp2_submit_response(ng_, s.id, nva.data(), nva.size(), with_body ? &prd : nullptr);
+  }
   write_wanted_.notify();
 }
 
@@ -407,16 +418,52 @@ asio::awaitable<void> Session::stream_deadline(std::shared_ptr<Stream> s) {
     break;
   }
   s->timed_out = true;
-  if (s->upstream) {
-    error_code ignore;
-    s->upstream->socket.cancel(ignore);
-  }
+  s->cancel_upstream();
   s->request_data.notify();
   s->response_space.notify();
 }
 
-asio::awaitable<void> Session::pump_request(Stream& stream, UpstreamConnection& up, Framing framing,
-                                            error_code& result) {
+// Where a request body goes: the app's HTTP/1.1 connection (chunked when the length is unknown) ...
+struct H1BodySink {
+  tcp::socket& socket;
+  Framing framing;
+
+  asio::awaitable<error_code> write(asio::const_buffer data) {
+    char chunk_head[24];
+    std::array<asio::const_buffer, 3> bufs;
+    std::size_t count = 0;
+    if (framing == Framing::chunked) {
+      int len = std::snprintf(chunk_head, sizeof chunk_head, "%zx\r\n", data.size());
+      bufs[count++] = asio::buffer(chunk_head, static_cast<std::size_t>(len));
+    }
+    bufs[count++] = data;
+    if (framing == Framing::chunked) bufs[count++] = asio::buffer("\r\n", 2);
+    auto [ec, written] = co_await asio::async_write(socket, std::span(bufs.data(), count), use_nothrow);
+    (void)written;
+    co_return ec;
+  }
+  asio::awaitable<error_code> finish(const FieldList& trailers) {
+    if (framing != Framing::chunked) co_return error_code{};
+    std::string tail = "0\r\n";
+    for (const auto& [name, value] : trailers) tail += name + ": " + value + "\r\n";
+    tail += "\r\n";
+    co_return co_await h1::write_all(socket, tail);
+  }
+};
+
+// ... or an h2c stream to the app.
+struct H2BodySink {
+  ClientStream& stream;
+
+  asio::awaitable<error_code> write(asio::const_buffer data) { return stream.write(data); }
+  asio::awaitable<error_code> finish(const FieldList& trailers) {
+    stream.end_request(trailers);
+    co_return error_code{};
+  }
+};
+
+template <class Sink>
+asio::awaitable<void> Session::pump_request(Stream& stream, Sink& sink, error_code& result) {
   auto* s = &stream;
   const auto max_body = worker_.config.limits.max_body_bytes;
   std::uint64_t total = 0;
@@ -437,20 +484,7 @@ asio::awaitable<void> Session::pump_request(Stream& stream, UpstreamConnection& 
     if (n > 0) {
       // Write from a buffer the callbacks do not touch: DATA frames keep arriving meanwhile.
       std::swap(s->request_body, s->request_sending);
-      std::string chunk_head;
-      std::array<asio::const_buffer, 3> bufs;
-      std::size_t count = 0;
-      if (framing == Framing::chunked) {
-        char tmp[24];
-        int len = std::snprintf(tmp, sizeof tmp, "%zx\r\n", n);
-        chunk_head.assign(tmp, static_cast<std::size_t>(len));
-        bufs[count++] = asio::buffer(chunk_head);
-      }
-      bufs[count++] = s->request_sending.data();
-      if (framing == Framing::chunked) bufs[count++] = asio::buffer("\r\n", 2);
-      auto [ec, written] = co_await asio::async_write(up.socket, std::span(bufs.data(), count), use_nothrow);
-      (void)written;
-      if (ec) {
+      if (auto ec = co_await sink.write(s->request_sending.data())) {
         result = ec;
         co_return;
       }
@@ -459,12 +493,7 @@ asio::awaitable<void> Session::pump_request(Stream& stream, UpstreamConnection& 
     }
     if (s->request_done && s->request_body.size() == 0) break;
   }
-  if (framing == Framing::chunked) {
-    std::string tail = "0\r\n";
-    for (const auto& [name, value] : s->request_trailers) tail += name + ": " + value + "\r\n";
-    tail += "\r\n";
-    result = co_await h1::write_all(up.socket, tail);
-  }
+  result = co_await sink.finish(s->request_trailers);
 }
 
 asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
@@ -547,6 +576,13 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     co_await finish();
     co_return;
   }
+  const bool to_h2c = co_await upstream_is_h2c(worker_, lease);
+  if (to_h2c) {
+    co_await forward_h2c(s, record, upstream_h2_pool(worker_, lease), content_length,
+                         req.method() == http::verb::head);
+    co_await finish();
+    co_return;
+  }
   std::string head;
   h1::RequestRewrite rw{.peer_address = peer_address_, .scheme = socket_.is_tls() ? kHttps : worker_.scheme,
                         .request_ids = &worker_.request_ids};
@@ -580,7 +616,8 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
   if (framing != Framing::none) {
     pumped.emplace(socket_.get_executor());
     asio::co_spawn(socket_.get_executor(), [&, s]() -> asio::awaitable<void> {
-      co_await pump_request(*s, *up, framing, pump_ec);
+      H1BodySink sink{up->socket, framing};
+      co_await pump_request(*s, sink, pump_ec);
       if (pump_ec) {
         error_code ignore;
         up->socket.cancel(ignore);
@@ -591,7 +628,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
 
   std::optional<h1::ResponseParser> response;
   error_code ec;
-  while (true) {  // interim responses (1xx) are dropped: HTTP/2 clients rarely want them from a proxy
+  while (true) {  // interim responses (1xx) other than 100 (answered by sluice) are passed on
     response.emplace();
     response->header_limit(static_cast<std::uint32_t>(config.limits.max_response_header_bytes));
     response->body_limit(std::numeric_limits<std::uint64_t>::max());
@@ -600,6 +637,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     (void)rn;
     ec = rec;
     if (ec || !h1::is_interim(response->get().result_int())) break;
+    if (response->get().result_int() != 100 && !s->closed) submit_head(*s, response->get().base(), false, true);
   }
   auto& parser = *response;
   auto end_pump = [&]() -> asio::awaitable<void> {
@@ -711,6 +749,109 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
   co_await finish();
 }
 
+// The exchange over h2c: the app's head, body and trailers pass through as HTTP/2 frames, with the
+// same back-pressure as from an HTTP/1.1 app (a response is read only as fast as the client takes it).
+asio::awaitable<void> Session::forward_h2c(std::shared_ptr<Stream> s, ExchangeRecord& record, h2::ClientPool& pool,
+                                           std::optional<std::uint64_t> content_length, bool head_request) {
+  h1::RequestRewrite rw{.peer_address = peer_address_, .scheme = socket_.is_tls() ? kHttps : worker_.scheme,
+                        .request_ids = &worker_.request_ids};
+  FieldList fields = upstream_request_fields(s->request, rw, content_length, record.request_id, record.trace_id);
+  const bool no_body = s->request_done && s->request_body.size() == 0;
+  auto fail = [&](unsigned status, std::string_view what) {
+    record.status = static_cast<int>(status);
+    if (s->closed) return;
+    if (s->timed_out) submit_local(*s, {.status = 504, .body = "request timeout"});
+    else submit_local(*s, {.status = status, .body = std::string(what)});
+  };
+  const auto upstream_start = Clock::now();
+  std::unique_ptr<ClientStream> up;
+  std::optional<Completion> pumped;
+  error_code pump_ec;
+  http::response_header<> head;
+  for (int attempt = 0;; ++attempt) {
+    auto [oec, opened] = co_await pool.open(fields, no_body);
+    if (oec || s->timed_out || s->closed) {
+      fail(502, "bad gateway: upstream connect error: " + oec.message());
+      co_return;
+    }
+    up = std::move(opened);
+    s->h2_upstream = up.get();
+    if (!no_body) {
+      pumped.emplace(socket_.get_executor());
+      asio::co_spawn(socket_.get_executor(), [&, s]() -> asio::awaitable<void> {
+        H2BodySink sink{*up};
+        co_await pump_request(*s, sink, pump_ec);
+        if (pump_ec && !s->closed) up->cancel();
+        pumped->signal();
+      }, asio::detached);
+    }
+    error_code ec;
+    while (!(ec = co_await up->read_head(head)) && h1::is_interim(head.result_int())) {
+      if (head.result_int() != 100 && !s->closed) submit_head(*s, head, false, true);
+    }
+    if (!ec) break;
+    if (pumped) {
+      up->cancel();
+      co_await pumped->wait();
+    }
+    // Refused before the app looked at it (it is going away): a request without a body goes again.
+    if (up->refused() && no_body && attempt == 0 && !s->closed && !s->timed_out) continue;
+    s->h2_upstream = nullptr;
+    fail(502, "bad gateway: upstream: " + ec.message());
+    co_return;
+  }
+  record.status = static_cast<int>(head.result_int());
+  const bool with_body = !up->ended_with_head() && !head_request;
+  if (!s->closed) {
+    if (!with_body) s->response_done = true;
+    submit_head(*s, head, with_body, false);
+  }
+  s->response_started = true;
+  s->last_write = Clock::now();
+
+  error_code body_ec;
+  bool body_complete = !with_body;
+  while (!body_complete && !s->closed) {
+    while (s->response_body.size() >= kResponseBuffer && !s->closed && !s->timed_out)
+      co_await s->response_space.wait();
+    if (s->closed || s->timed_out) break;
+    auto [rec, n] = co_await up->read(s->response_body, kResponseBuffer - s->response_body.size());
+    if (rec) {
+      body_ec = rec;
+      break;
+    }
+    if (n == 0) {
+      body_complete = true;
+      s->response_trailers = up->trailers();
+      s->response_done = true;
+    }
+    if (s->deferred && !s->closed) {
+      s->deferred = false;
+      nghttp2_session_resume_data(ng_, s->id);
+      write_wanted_.notify();
+    }
+  }
+  if (pumped) {
+    if (!pumped->done()) {  // the app answered without reading the whole request body
+      up->cancel();
+      s->request_data.notify();
+    }
+    co_await pumped->wait();
+  }
+  s->h2_upstream = nullptr;
+  if (body_complete && !s->closed) {
+    if (s->deferred) {
+      s->deferred = false;
+      nghttp2_session_resume_data(ng_, s->id);
+    }
+    write_wanted_.notify();
+  } else if (!s->closed) {
+    reset_stream(*s, s->timed_out ? NGHTTP2_CANCEL : NGHTTP2_INTERNAL_ERROR);
+  }
+  if (worker_.shared.request_metrics)
+    worker_.shared.request_metrics->record_app(record.status, seconds_between(upstream_start, Clock::now()));
+}
+
 asio::awaitable<void> Session::writer() {
   std::string out;
   while (true) {
@@ -812,7 +953,7 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   for (auto& [id, s] : streams_) {
     s->reset = true;
     s->closed = true;
-    if (s->upstream) s->upstream->socket.cancel(ignore);
+    s->cancel_upstream();
     s->request_data.notify();
     s->response_space.notify();
     s->closed_signal.notify();

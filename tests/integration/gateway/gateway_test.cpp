@@ -156,6 +156,22 @@ TEST(Gateway, AFullColdStartBufferAnswers503WithTheReason) {
   EXPECT_EQ(h2load_count(load.out, "5xx"), 15) << load.out;
 }
 
+// A service that opts in to h2c-upstream: its instances (a real gRPC server, python3-grpcio) get
+// HTTP/2 by prior knowledge, and a gRPC client's calls through the gateway work from a cold start.
+TEST(Gateway, GrpcServiceWithH2cUpstreamColdStarts) {
+  TempFile cfg("sluice-gw.yaml", std::string("services:\n  grpc:\n    command: [/usr/bin/python3, ") + GRPC_TEST_DIR +
+                                     "/server.py]\n    features: {h2c-upstream: true}\n");
+  Gateway gw({"--config", cfg.path()});
+  ASSERT_TRUE(gw.validated()) << gw.process->stdout_text();
+  auto r = run_command({"/usr/bin/python3", std::string(GRPC_TEST_DIR) + "/client.py", "127.0.0.1:" + std::to_string(gw.port)},
+                       60s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("unary OK echo:hello x-trailer=unary\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stream OK 50 message_0..message_49 x-count=50\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fail NOT_FOUND no_such_thing x-reason=test\n"), std::string::npos) << r.out;
+  EXPECT_EQ(gw.number("cold_starts"), 1);
+}
+
 TEST(Gateway, ScalesOutToSeveralInstancesUnderLoadWithConcurrencyOne) {
   TempFile cfg("sluice-gw.yaml", std::string("services:\n  app:\n    command: ") + DEMO_APP_BIN +
                                      "\n    container-concurrency: 1\n    max-scale: 4\n    validate: false\n");

@@ -176,6 +176,8 @@ TEST(SidecarStartup, PortInUseIsAClearError) {
   auto env = knative_env(backend.port);
   env["QUEUE_SERVING_PORT"] = std::to_string(backend.port);  // taken by the app, without SO_REUSEPORT
   env["SLUICE_LISTEN_ADDRESS"] = "127.0.0.1";
+  // Only the proxy port may clash: the others are free ones (tests, and other sidecars, run in parallel).
+  env["SLUICE_ADMIN_PORT"] = env["SLUICE_METRICS_PORT"] = env["SLUICE_USER_METRICS_PORT"] = "0";
   Process p(ProcessOptions{.argv = {SLUICE_BIN, "sidecar"}, .env = env});
   auto st = p.wait_exit();
   ASSERT_TRUE(st);

@@ -120,9 +120,10 @@ TEST(GatewayConfig, FeatureStatesFollowKnative) {
   EXPECT_FALSE(throttling_on(g, g.services[1])) << "a service may still opt out of an enabled feature";
   EXPECT_FALSE(scale_to_zero_on(g, g.services[0]));
   EXPECT_EQ(g.services[0].scaling.min_scale, 1) << "no scale to zero: at least one instance";
-  EXPECT_NE(error_of("features: {h2c-upstream: allowed}\nservices:\n  a:\n    command: x\n    features: {h2c-upstream: true}\n")
-                .find("not available"),
-            std::string::npos);
+  auto h = parse_yaml("services:\n  a:\n    command: x\n    features: {h2c-upstream: true}\n  b:\n    command: y\n",
+                      "f.yaml");
+  EXPECT_TRUE(h2c_upstream_on(h, h.services[0])) << "h2c-upstream is allowed by default: a service opts in";
+  EXPECT_FALSE(h2c_upstream_on(h, h.services[1]));
 }
 
 TEST(GatewayConfig, HostsAndNamesMustBeUniqueAndOneDefaultAtMost) {

@@ -124,6 +124,20 @@ TEST(SidecarConfig, LimitsAndTimeoutsAreConfigurable) {
   EXPECT_EQ(c.proxy.timeouts.idle, std::chrono::seconds(9));
 }
 
+TEST(SidecarConfig, UpstreamProtocolFollowsKnativesSignals) {
+  using Upstream = proxy::ProxyConfig::UpstreamProtocol;
+  EXPECT_EQ(parse_sidecar_config(env_of(kRequired), {}).proxy.upstream_protocol, Upstream::http1);
+  auto env = kRequired;
+  env["QUEUE_SERVING_PORT"] = "8013";  // Knative's serving port for revisions whose port is named h2c
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.upstream_protocol, Upstream::h2c);
+  env["ENABLE_HTTP2_AUTO_DETECTION"] = "true";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.upstream_protocol, Upstream::detect);
+  env["SLUICE_UPSTREAM_PROTOCOL"] = "http1";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.upstream_protocol, Upstream::http1) << "explicit wins";
+  env["SLUICE_UPSTREAM_PROTOCOL"] = "h3";
+  EXPECT_EQ(error_of(env), "SLUICE_UPSTREAM_PROTOCOL=\"h3\": expected http1, h2c or detect");
+}
+
 TEST(SidecarConfig, ZeroRevisionTimeoutMeansNoTimeout) {
   auto env = kRequired;
   env["REVISION_TIMEOUT_SECONDS"] = "0";
