@@ -72,6 +72,11 @@ std::vector<OptionSpec> sidecar_options() {
        "how often the certificate and key files are checked for a change (default 10000; 0 = never)"},
       {"SLUICE_QUEUE_DEPTH", "queue-depth", false,
        "requests waiting for a slot when CONTAINER_CONCURRENCY > 0 (default 10 x concurrency; 503 beyond)"},
+      {"SLUICE_WAIT_FOR_DRAIN_RESET", "wait-for-drain-reset", false,
+       "what undoes a /wait-for-drain that no SIGTERM follows: timeout (default; after "
+       "SLUICE_WAIT_FOR_DRAIN_RESET_MS, as queue-proxy) or app-restart (the app goes away and comes back: for a "
+       "native sidecar, which gets SIGTERM only after the app has exited)"},
+      {"SLUICE_WAIT_FOR_DRAIN_RESET_MS", "wait-for-drain-reset-ms", false, "see above (default 1000)"},
       {"SLUICE_ADMIN_PORT", "admin-port", false, "admin port: /wait-for-drain (default 8022; 0 = any)"},
       {"SLUICE_METRICS_PORT", "metrics-port", false, "autoscaler stat port: /metrics (default 9090; 0 = any)"},
       {"SLUICE_USER_METRICS_PORT", "user-metrics-port", false,
@@ -316,6 +321,11 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
       o.get_int("SLUICE_QUEUE_DEPTH", 10LL * c.container_concurrency, 0, 100'000'000));
   c.control.listen_address = c.proxy.listen_address;
   c.control.admin_port = o.get_port("SLUICE_ADMIN_PORT", 8022);
+  auto reset = o.get_string("SLUICE_WAIT_FOR_DRAIN_RESET", "timeout");
+  if (reset == "timeout") c.control.drain_reset = proxy::ControlConfig::DrainReset::after_timeout;
+  else if (reset == "app-restart") c.control.drain_reset = proxy::ControlConfig::DrainReset::app_restart;
+  else throw ConfigError("SLUICE_WAIT_FOR_DRAIN_RESET=\"" + reset + "\": expected timeout or app-restart");
+  c.control.drain_reset_after = proxy::Millis(o.get_int("SLUICE_WAIT_FOR_DRAIN_RESET_MS", 1000, 1, kMaxSeconds * 1000));
   c.control.metrics_port = o.get_port("SLUICE_METRICS_PORT", 9090);
   c.control.user_metrics_port = o.get_port("SLUICE_USER_METRICS_PORT", 9091);
   c.control.user_metrics = c.user_metrics;

@@ -90,12 +90,39 @@ asio::awaitable<void> ControlPlane::reset_unless_terminated() {
   }
 }
 
+asio::awaitable<void> ControlPlane::reset_when_app_restarts() {
+  if (watching_app_) co_return;
+  watching_app_ = true;
+  constexpr Millis kPeriod{200}, kTryTimeout{500};
+  asio::steady_timer t(io_);
+  bool went_away = false;
+  while (!terminating_) {
+    t.expires_after(kPeriod);
+    co_await t.async_wait(use_nothrow);
+    if (terminating_) break;
+    bool up = co_await shared_.readiness.try_once(kTryTimeout);
+    if (!up && !went_away) {
+      log::info("the app went away after /wait-for-drain: draining holds until SIGTERM or its restart");
+      went_away = true;
+    } else if (up && went_away) {
+      log::info("the app restarted after /wait-for-drain: draining reset");
+      shared_.drainer.reset();
+      break;
+    }
+  }
+  watching_app_ = false;
+}
+
 asio::awaitable<ControlResponse> ControlPlane::serve_admin(const ControlRequest& req) {
   if (req.target() == "/wait-for-drain") {
     // The app's preStop hook: hold it until the proxy has drained, so the app keeps serving till then.
     log::info("draining requested").kv("by", "/wait-for-drain");
     shared_.drainer.start(Clock::now());
-    if (!terminating_) asio::co_spawn(io_, reset_unless_terminated(), asio::detached);
+    if (!terminating_) {
+      asio::co_spawn(io_, config_.drain_reset == ControlConfig::DrainReset::app_restart ? reset_when_app_restarts()
+                                                                                       : reset_unless_terminated(),
+                     asio::detached);
+    }
     co_await shared_.drainer.wait_drained();
     co_return ControlResponse{.body = "drained\n"};
   }

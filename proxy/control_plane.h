@@ -22,7 +22,12 @@ struct ControlConfig {
   bool user_metrics = false;  // serve SharedState::request_metrics on user_metrics_port
   metrics::PodIdentity pod;
   Millis report_period{1000};
-  // /wait-for-drain without a SIGTERM this soon after is a liveness restart of the app: undo the drain.
+  // What undoes a /wait-for-drain that no SIGTERM follows. In Knative (sluice in the pod's containers)
+  // SIGTERM comes at once when the pod goes away, so none within `drain_reset_after` means the app's
+  // liveness restart. A native sidecar gets SIGTERM only after the app has exited, so there the drain is
+  // undone only when the app goes away and comes back (a container restart).
+  enum class DrainReset { after_timeout, app_restart };
+  DrainReset drain_reset = DrainReset::after_timeout;
   Millis drain_reset_after{1000};
 };
 
@@ -50,6 +55,7 @@ class ControlPlane {
   asio::awaitable<ControlResponse> serve_user_metrics(const ControlRequest& req);
   asio::awaitable<ControlResponse> serve_admin(const ControlRequest& req);
   asio::awaitable<void> reset_unless_terminated();
+  asio::awaitable<void> reset_when_app_restarts();
 
   asio::io_context& io_;
   SharedState& shared_;
@@ -58,6 +64,7 @@ class ControlPlane {
   metrics::StatExposition exposition_;
   std::string stat_protobuf_;
   bool terminating_ = false;
+  bool watching_app_ = false;  // reset_when_app_restarts() runs
   std::vector<std::unique_ptr<ControlListener>> listeners_;
 };
 

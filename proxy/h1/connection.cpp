@@ -526,6 +526,10 @@ asio::awaitable<bool> Connection::exchange_h2c(RequestParser& parser, Framing bo
   const auto upstream_start = shared.request_metrics ? Clock::now() : Clock::time_point{};
 
   std::unique_ptr<h2::ClientStream> up;
+  struct Unlink {  // before `up` goes, whatever the way out
+    h2::ClientStream*& current;
+    ~Unlink() { current = nullptr; }
+  } unlink{h2_upstream_};
   std::optional<Completion> pump_done;
   error_code pump_ec;
   http::response_header<> res;

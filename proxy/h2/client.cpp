@@ -346,7 +346,10 @@ error_code ClientConnection::submit(const FieldList& fields, bool end_stream,
   auto nva = to_nva(fields);
   nghttp2_data_provider prd{.source = {.ptr = st.get()}, .read_callback = &read_request};
   std::int32_t id = nghttp2_submit_request(ng_, nullptr, nva.data(), nva.size(), end_stream ? nullptr : &prd, nullptr);
-  if (id < 0) return asio::error::connection_refused;  // out of stream ids, or invalid fields
+  if (id < 0) {
+    if (id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE) retire();  // the next stream goes to a new connection
+    return asio::error::connection_refused;
+  }
   st->id = id;
   st->send_done = end_stream;
   streams_.emplace(id, st);

@@ -765,6 +765,10 @@ asio::awaitable<void> Session::forward_h2c(std::shared_ptr<Stream> s, ExchangeRe
   };
   const auto upstream_start = Clock::now();
   std::unique_ptr<ClientStream> up;
+  struct Unlink {  // before `up` goes, whatever the way out
+    Stream& s;
+    ~Unlink() { s.h2_upstream = nullptr; }
+  } unlink{*s};
   std::optional<Completion> pumped;
   error_code pump_ec;
   http::response_header<> head;

@@ -93,6 +93,8 @@ check "sidecar: the app has no probe of its own (sluice answers)" \
 check "sidecar: the app's preStop asks sluice to drain" \
   "$(q sidecar $D "$A.lifecycle.preStop.httpGet.port") $(q sidecar $D "$A.lifecycle.preStop.httpGet.path")" \
   "8022 /wait-for-drain"
+check "sidecar: /wait-for-drain holds until SIGTERM (native sidecar), undone only by an app restart" \
+  "$(env_of sidecar $D "$S" SLUICE_WAIT_FOR_DRAIN_RESET)" app-restart
 quiet_ms=$(env_of sidecar $D "$S" SLUICE_DRAIN_QUIET_PERIOD_MS)
 drain_s=$(env_of sidecar $D "$S" SLUICE_DRAIN_TIMEOUT_SECONDS)
 revision_s=$(env_of sidecar $D "$S" REVISION_TIMEOUT_SECONDS)

@@ -154,6 +154,32 @@ TEST(Drain, WaitForDrainWithoutSigtermResetsAfterASecond) {
   EXPECT_TRUE(sidecar.process->running());
 }
 
+// A native sidecar gets SIGTERM only after the app has exited: /wait-for-drain (the app's preStop) holds
+// for the quiet period however long no SIGTERM comes, and is undone only by the app's restart.
+TEST(Drain, NativeSidecarWaitForDrainHoldsWithoutSigtermUntilTheAppRestarts) {
+  auto backend = std::make_unique<Backend>();
+  const int app_port = backend->port;
+  Sidecar sidecar{SidecarOptions{.user_port = app_port,
+                                 .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "60000"},
+                                         {"SLUICE_WAIT_FOR_DRAIN_RESET", "app-restart"}}}};
+  auto wait = std::async(std::launch::async, [&] { return http_get(sidecar.admin_port, "/wait-for-drain", "", 30s); });
+  ASSERT_TRUE(eventually([&] {
+    return status_line(http_get(sidecar.port, "/", kKubelet)) == "HTTP/1.1 503 Service Unavailable";
+  }));
+  EXPECT_EQ(wait.wait_for(1500ms), std::future_status::timeout) << "still draining past queue-proxy's 1 s reset";
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 503 Service Unavailable");
+  EXPECT_EQ(body_of(http_get(sidecar.port, "/")), "Hello from sluice-demo-app\n") << "requests are still served";
+
+  backend.reset();  // the app exits (a liveness restart, here) ...
+  ASSERT_TRUE(sidecar.process->wait_for_line("the app went away after /wait-for-drain"));
+  Process restarted(ProcessOptions{.argv = {DEMO_APP_BIN, "--port", std::to_string(app_port)}});
+  ASSERT_TRUE(restarted.wait_for_line("\"listening\""));
+  // ... and comes back: the drain is undone.
+  ASSERT_TRUE(sidecar.process->wait_for_line("the app restarted after /wait-for-drain"));
+  EXPECT_EQ(status_line(wait.get()), "HTTP/1.1 200 OK");
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 200 OK");
+}
+
 TEST(Drain, WaitForDrainFollowedBySigtermAnswersWhenDrainedAndExits) {
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "300"}}}};
