@@ -15,7 +15,7 @@ constexpr std::string_view kUsage =
     "  sidecar      queue-proxy drop-in, configured by Knative's env vars (or --flags)\n"
     "  gateway      local serverless gateway: sluice gateway -- CMD ARGS\n"
     "  run          run one app instance under the runtime: sluice run -- CMD ARGS\n"
-    "  autoscaler   KPA tools: sluice autoscaler simulate --trace FILE.csv\n"
+    "  autoscaler   KPA tools: sluice autoscaler simulate --trace FILE.csv; autoscaler serve (KEDA)\n"
     "Run 'sluice <mode> --help' for a mode's options.\n";
 
 }  // namespace

@@ -1,6 +1,13 @@
 // `sluice autoscaler simulate|serve`: the KPA tools. simulate replays a load trace through the KPA and
-// prints its decisions as CSV; serve (scraping sidecars in a cluster) is issue 9.
+// prints its decisions as CSV; serve runs KEDA's external scaler, which is the sluice-autoscaler binary
+// next to this one (a program of its own, so the sidecar carries no gRPC).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <vector>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,7 +24,7 @@ namespace {
 
 constexpr std::string_view kHelp =
     "usage: sluice autoscaler simulate --trace FILE.csv [--config FILE]\n"
-    "       sluice autoscaler serve        (not built yet)\n"
+    "       sluice autoscaler serve [--listen ADDRESS] [--grpc-port PORT] [--metrics-port PORT]\n"
     "\n"
     "simulate replays a load trace through Knative's KPA and prints its decisions.\n"
     "  --trace FILE   CSV rows time,value[,ready]: time in whole seconds from the start; value is the\n"
@@ -40,7 +47,10 @@ constexpr std::string_view kHelp =
     "  desired                instances wanted (after min/max/initial scale and the zero grace period)\n"
     "  excess_burst_capacity  spare capacity beyond target-burst-capacity (negative: too little)\n"
     "  buffer                 1 when requests must pass the cold-start buffer (Knative's activator)\n"
-    "  mode                   stable, panic, or no-data\n";
+    "  mode                   stable, panic, or no-data\n"
+    "\n"
+    "serve runs KEDA's external scaler (sluice-autoscaler, installed next to sluice); see\n"
+    "'sluice autoscaler serve --help'.\n";
 
 std::string read_file(std::string_view flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -77,6 +87,25 @@ int simulate(Args args) {
   return 0;
 }
 
+// Replaces this process with sluice-autoscaler from this binary's own directory.
+int serve(Args args) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto scaler = (ec ? std::filesystem::path(".") : self.parent_path()) / "sluice-autoscaler";
+  std::vector<std::string> argv_text = {scaler.string()};
+  for (const auto a : args) argv_text.emplace_back(a);
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv(argv[0], argv.data());
+  const int err = errno;
+  std::fprintf(stderr,
+               "sluice: autoscaler serve runs %s, which %s: build the sluice_autoscaler_bin target (it "
+               "needs libgrpc++-dev) or use the sluice-autoscaler image\n",
+               argv[0], err == ENOENT ? "is not there" : std::strerror(err));
+  return 2;
+}
+
 }  // namespace
 
 int run_autoscaler(Args args) {
@@ -85,10 +114,7 @@ int run_autoscaler(Args args) {
     return args.empty() ? 2 : 0;
   }
   if (args.front() == "simulate") return simulate(args.subspan(1));
-  if (args.front() == "serve") {
-    std::fputs("sluice: 'autoscaler serve' is not built yet\n", stderr);
-    return 2;
-  }
+  if (args.front() == "serve") return serve(args.subspan(1));
   std::fprintf(stderr, "sluice: unknown autoscaler command '%.*s'\n%s", static_cast<int>(args.front().size()),
                args.front().data(), kHelp.data());
   return 2;

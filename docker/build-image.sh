@@ -6,6 +6,7 @@
 #   docker/build-image.sh [TAG]        default TAG: localhost/sluice:dev
 #   docker/build-image.sh --base       only makes the base image (when missing)
 #   SLUICE_REFRESH_BASE=1 docker/build-image.sh    rebuilds the base image first
+#   SLUICE_IMAGE_TARGET=scaler docker/build-image.sh localhost/sluice-autoscaler:dev    the KEDA scaler image
 # Prints the image's tag and uncompressed size last. Installs podman, runc and mmdebstrap when missing.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,7 +62,9 @@ fi
 [ "$base_only" = 1 ] && { echo "$base"; exit 0; }
 
 say "building $tag from docker/Dockerfile"
-podman "${podman_flags[@]}" build --pull=never "${container_flags[@]}" \
+target_flags=()
+[ -n "${SLUICE_IMAGE_TARGET:-}" ] && target_flags=(--target "$SLUICE_IMAGE_TARGET")
+podman "${podman_flags[@]}" build --pull=never "${container_flags[@]}" "${target_flags[@]}" \
   -f "$repo/docker/Dockerfile" -t "$tag" "$repo" >&2
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 say "$tag: $size bytes uncompressed"

@@ -2,8 +2,9 @@
 # sluice's two entry points on a Debian 12 machine:
 #   scripts/dev.sh run    install what is missing, build, run `sluice gateway -- <demo app>` (cold, then warm requests)
 #   scripts/dev.sh test   install what is missing, build, run the whole suite (release, then ASan+UBSan)
-# Other commands: build [preset], bench (see bench/README.md), deps [build|image] (`build`: only what
-# compiling the sluice binary needs; `image`: what building and testing the container image needs),
+# Other commands: build [preset], bench (see bench/README.md), deps [build|scaler|image] (`build`: only
+# what compiling the sluice binary needs; `scaler`: that plus gRPC, for sluice-autoscaler; `image`: what
+# building and testing the container image needs),
 # image-test (builds and tests the container image alone: tests/image/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,13 +17,17 @@ BUILD_PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev
   libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
 )
+# sluice-autoscaler (KEDA's external scaler) is a binary of its own so that the sidecar carries no gRPC;
+# without these packages CMake simply leaves it out. docker/Dockerfile's scaler stage installs them.
+SCALER_BUILD_PACKAGES=("${BUILD_PACKAGES[@]}" libgrpc++-dev protobuf-compiler-grpc)
 PACKAGES=(
-  "${BUILD_PACKAGES[@]}" git ca-certificates
+  "${SCALER_BUILD_PACKAGES[@]}" git ca-certificates
   libgtest-dev libgmock-dev
   curl openssl procps iproute2 coreutils
   nginx-light wrk nghttp2-client python3-grpcio
   runc busybox-static
   kubernetes-client
+  python3-grpcio python3-grpc-tools
 )
 # The image test (tests/image/run.sh, run last by `test`): podman + runc build and run the image offline.
 IMAGE_PACKAGES=(podman runc mmdebstrap mount)
@@ -34,6 +39,7 @@ as_root() {
 deps() {
   local wanted=("${PACKAGES[@]}") missing=()
   [ "${1:-}" = build ] && wanted=("${BUILD_PACKAGES[@]}")
+  [ "${1:-}" = scaler ] && wanted=("${SCALER_BUILD_PACKAGES[@]}")
   [ "${1:-}" = image ] && wanted=("${IMAGE_PACKAGES[@]}")
   for p in "${wanted[@]}"; do
     # Any kubectl will do for `kubectl kustomize` (another vendor's package would conflict with Debian's).
@@ -125,5 +131,5 @@ case "${1:-}" in
   bench) shift; deps; build release; exec bench/run.sh "$@" ;;
   image-test) deps; deps image; cmake --preset release >/dev/null; cmake --build --preset release --target sluice_demo_app; ctest --preset image ;;
   deps) deps "${2:-}" ;;
-  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps [build|image]|image-test" >&2; exit 2 ;;
+  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps [build|scaler|image]|image-test" >&2; exit 2 ;;
 esac

@@ -115,9 +115,17 @@ check "sidecar: the Service selects the Deployment's pods" \
 render keda
 D=Deployment/sluice-autoscaler
 C='.spec.template.spec.containers[?(@.name=="scaler")]'
-check "keda: the scaler's image" "$(q keda $D "$C.image")" "$image"
-check "keda: the scaler runs sluice autoscaler serve" "$(q keda $D "$C.args[0]") $(q keda $D "$C.args[1]")" "autoscaler serve"
+check "keda: the scaler's image" "$(q keda $D "$C.image")" registry.example.com/sluice-autoscaler:0.1.0
+check "keda: the scaler sets no command (the image's entrypoint: sluice-autoscaler)" "$(q keda $D "$C.command")" ""
+# Every arg is one of sluice-autoscaler's flags (`sluice autoscaler serve --help`), and the ports match.
+args=$(q keda $D "$C.args[*]")
+check "keda: the scaler's args are its flags" \
+  "$(for a in $args; do case "${a%%=*}" in --listen|--grpc-port|--metrics-port|--scrape-timeout-ms) ;; *) echo "$a" ;; esac; done)" ""
+arg() { for a in $args; do [ "${a%%=*}" = "$1" ] && echo "${a#*=}"; done; }
 check "keda: the scaler's gRPC port" "$(q keda $D "$C.ports[?(@.name==\"grpc\")].containerPort")" 6000
+check "keda: --grpc-port is the gRPC containerPort" "$(arg --grpc-port)" 6000
+check "keda: --metrics-port is the http-metrics containerPort" "$(arg --metrics-port)" \
+  "$(q keda $D "$C.ports[?(@.name==\"http-metrics\")].containerPort")"
 check "keda: the scaler's readiness probe" "$(q keda $D "$C.readinessProbe.tcpSocket.port")" grpc
 check "keda: the scaler's liveness probe" "$(q keda $D "$C.livenessProbe.tcpSocket.port")" grpc
 check "keda: scaler pod runAsNonRoot" "$(q keda $D .spec.template.spec.securityContext.runAsNonRoot)" true

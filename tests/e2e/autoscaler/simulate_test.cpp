@@ -67,7 +67,8 @@ TEST(AutoscalerSimulate, MissingTraceIsAnErrorAndHelpDocumentsTheColumns) {
   const auto help = run_command({SLUICE_BIN, "autoscaler", "simulate", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.out, HasSubstr("excess_burst_capacity"));
-  EXPECT_EQ(run_command({SLUICE_BIN, "autoscaler", "serve"}).exit_code, 2);
+  // serve execs sluice-autoscaler, which refuses an unknown flag with exit 2.
+  EXPECT_EQ(run_command({SLUICE_BIN, "autoscaler", "serve", "--no-such-flag", "1"}).exit_code, 2);
 }
 
 }  // namespace
