@@ -24,7 +24,7 @@ PACKAGES=(
   "${SCALER_BUILD_PACKAGES[@]}" git ca-certificates
   libgtest-dev libgmock-dev
   curl openssl procps iproute2 coreutils
-  nginx-light wrk nghttp2-client python3-grpcio
+  nginx-light wrk nghttp2-client
   runc busybox-static
   kubernetes-client
   python3-grpcio python3-grpc-tools
