@@ -27,7 +27,8 @@ PACKAGES=(
   nginx-light wrk nghttp2-client
   runc busybox-static
   kubernetes-client
-  python3-grpcio python3-grpc-tools
+  # grpc_tools (the scaler tests' Python stubs) imports pkg_resources without depending on it.
+  python3-grpcio python3-grpc-tools python3-pkg-resources
 )
 # The image test (tests/image/run.sh, run last by `test`): podman + runc build and run the image offline.
 IMAGE_PACKAGES=(podman runc mmdebstrap mount)

@@ -1,8 +1,6 @@
 // h2c to the app; see client.h.
 #include "proxy/h2/client.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <array>
 #include <charconv>
@@ -11,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "proxy/h2/frames.h"
 #include "proxy/headers.h"
 #include "proxy/notifier.h"
 
@@ -40,13 +39,6 @@ std::vector<nghttp2_nv> to_nva(const FieldList& fields) {
   std::vector<nghttp2_nv> out;
   out.reserve(fields.size());
   for (const auto& [n, v] : fields) out.push_back(nv(n, v));
-  return out;
-}
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
 }
 
@@ -274,25 +266,9 @@ int ClientConnection::on_stream_close(nghttp2_session*, int32_t id, uint32_t err
 ssize_t ClientConnection::read_request(nghttp2_session* ng, int32_t id, uint8_t* buf, size_t length,
                                        uint32_t* flags, nghttp2_data_source* src, void*) {
   auto* st = static_cast<ClientStreamState*>(src->ptr);
-  std::size_t n = std::min(length, st->send.size());
-  if (n > 0) {
-    std::memcpy(buf, st->send.data().data(), n);
-    st->send.consume(n);
-    st->send_space.notify();
-  }
-  if (st->send.size() == 0 && st->send_done) {
-    *flags |= NGHTTP2_DATA_FLAG_EOF;
-    if (!st->send_trailers.empty()) {
-      auto nva = to_nva(st->send_trailers);
-      if (nghttp2_submit_trailer(ng, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    }
-    return static_cast<ssize_t>(n);
-  }
-  if (n == 0) {
-    st->deferred = true;
-    return NGHTTP2_ERR_DEFERRED;
-  }
-  return static_cast<ssize_t>(n);
+  auto n = take_body(ng, id, buf, length, flags, st->send, st->send_done, st->send_trailers, st->deferred);
+  if (n > 0) st->send_space.notify();
+  return n;
 }
 
 bool ClientConnection::start() {

@@ -12,10 +12,9 @@
 
 #include "proxy/asio.h"
 #include "proxy/h1/message.h"
+#include "proxy/h2/fields.h"
 
 namespace sluice::proxy::h2 {
-
-using FieldList = std::vector<std::pair<std::string, std::string>>;
 
 class ClientConnection;
 struct ClientStreamState;

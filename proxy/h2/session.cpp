@@ -16,6 +16,7 @@
 #include "proxy/completion.h"
 #include "proxy/h1/body_relay.h"
 #include "proxy/h1/message.h"
+#include "proxy/h2/frames.h"
 #include "proxy/headers.h"
 #include "proxy/notifier.h"
 #include "proxy/request_log.h"
@@ -33,13 +34,6 @@ constexpr std::int32_t kConnectionWindow = 4 * 1024 * 1024;
 constexpr std::size_t kResponseBuffer = 64 * 1024;
 constexpr std::size_t kWriteBatch = 64 * 1024;
 constexpr std::size_t kReadChunk = 16 * 1024;  // one read from the app
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 // HTTP/2 forbids connection-specific fields (RFC 9113 §8.2.2).
 bool is_connection_specific(std::string_view lower_name) {
@@ -142,6 +136,8 @@ class Session final : public ConnectionHandle {
   // The app's response head; an interim (1xx) one goes out as a HEADERS frame of its own.
   void submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim = false);
   void reset_stream(Stream& s, std::uint32_t error);
+  // The app's response is over: the stream ends when it came whole, else it is reset.
+  void end_response(Stream& s, bool complete, int status, Clock::time_point upstream_start);
   void consume(Stream& s, std::size_t n);
   bool done() const { return !nghttp2_session_want_read(ng_) && !nghttp2_session_want_write(ng_); }
 
@@ -257,34 +253,12 @@ int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void*
 ssize_t Session::read_response(nghttp2_session* ng, int32_t id, uint8_t* buf, size_t length,
                                uint32_t* flags, nghttp2_data_source* src, void*) {
   auto* s = static_cast<Stream*>(src->ptr);
-  std::size_t n = std::min(length, s->response_body.size());
+  auto n = take_body(ng, id, buf, length, flags, s->response_body, s->response_done, s->response_trailers, s->deferred);
   if (n > 0) {
-    std::memcpy(buf, s->response_body.data().data(), n);
-    s->response_body.consume(n);
     s->last_write = Clock::now();
     s->response_space.notify();
   }
-  if (s->response_body.size() == 0 && s->response_done) {
-    *flags |= NGHTTP2_DATA_FLAG_EOF;
-    if (!s->response_trailers.empty()) {
-      std::vector<nghttp2_nv> nva;
-      std::vector<std::string> names;
-      names.reserve(s->response_trailers.size());
-      for (auto& [name, value] : s->response_trailers) {
-        names.push_back(lowercase(name));
-        nva.push_back({reinterpret_cast<uint8_t*>(names.back().data()),
-                       reinterpret_cast<uint8_t*>(value.data()), names.back().size(), value.size(),
-                       NGHTTP2_NV_FLAG_NONE});
-      }
-      if (nghttp2_submit_trailer(ng, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    }
-    return static_cast<ssize_t>(n);
-  }
-  if (n == 0) {
-    s->deferred = true;
-    return NGHTTP2_ERR_DEFERRED;
-  }
-  return static_cast<ssize_t>(n);
+  return n;
 }
 
 bool Session::start(std::string_view upgrade_settings, bool head_upgrade) {
@@ -730,19 +704,7 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
   }
   co_await end_pump();
   s->upstream = nullptr;
-  if (body_complete && !s->closed) {
-    s->response_done = true;
-    if (s->deferred || up_framing == Framing::none) {
-      s->deferred = false;
-      nghttp2_session_resume_data(ng_, s->id);
-    }
-    write_wanted_.notify();
-  } else if (!s->closed) {
-    // The app's response broke off, or the request timed out after the response started.
-    reset_stream(*s, s->timed_out ? NGHTTP2_CANCEL : NGHTTP2_INTERNAL_ERROR);
-  }
-  if (worker_.shared.request_metrics)
-    worker_.shared.request_metrics->record_app(record.status, seconds_between(upstream_start, Clock::now()));
+  end_response(*s, body_complete, record.status, upstream_start);
   bool clean = body_complete && !pump_ec && (!pumped || pumped->done()) && parser.keep_alive() &&
                up_framing != Framing::until_close;
   if (clean) pool.release(std::move(up));
@@ -843,17 +805,23 @@ asio::awaitable<void> Session::forward_h2c(std::shared_ptr<Stream> s, ExchangeRe
     co_await pumped->wait();
   }
   s->h2_upstream = nullptr;
-  if (body_complete && !s->closed) {
-    if (s->deferred) {
-      s->deferred = false;
-      nghttp2_session_resume_data(ng_, s->id);
+  end_response(*s, body_complete, record.status, upstream_start);
+}
+
+void Session::end_response(Stream& s, bool complete, int status, Clock::time_point upstream_start) {
+  if (complete && !s.closed) {
+    s.response_done = true;
+    if (s.deferred) {
+      s.deferred = false;
+      nghttp2_session_resume_data(ng_, s.id);
     }
     write_wanted_.notify();
-  } else if (!s->closed) {
-    reset_stream(*s, s->timed_out ? NGHTTP2_CANCEL : NGHTTP2_INTERNAL_ERROR);
+  } else if (!s.closed) {
+    // The app's response broke off, or the request timed out after the response started.
+    reset_stream(s, s.timed_out ? NGHTTP2_CANCEL : NGHTTP2_INTERNAL_ERROR);
   }
   if (worker_.shared.request_metrics)
-    worker_.shared.request_metrics->record_app(record.status, seconds_between(upstream_start, Clock::now()));
+    worker_.shared.request_metrics->record_app(status, seconds_between(upstream_start, Clock::now()));
 }
 
 asio::awaitable<void> Session::writer() {
