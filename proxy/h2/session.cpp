@@ -133,6 +133,18 @@ class Session final : public ConnectionHandle {
   asio::awaitable<void> stream_deadline(std::shared_ptr<Stream> s);
   Clock::time_point stream_due(const Stream& s) const;
   void submit_local(Stream& s, const LocalAnswer& a);
+  // An exchange that failed before its response started: 504 when it timed out, else `status`.
+  void fail_exchange(Stream& s, ExchangeRecord& record, unsigned status, std::string_view what) {
+    record.status = static_cast<int>(s.timed_out ? 504 : status);
+    if (s.closed) return;
+    if (s.timed_out) submit_local(s, {.status = 504, .body = "request timeout"});
+    else submit_local(s, {.status = status, .body = std::string(what)});
+  }
+  // What this hop adds to requests for the app.
+  h1::RequestRewrite rewrite() {
+    return {.peer_address = peer_address_, .scheme = socket_.is_tls() ? kHttps : worker_.scheme,
+            .request_ids = &worker_.request_ids};
+  }
   // The app's response head; an interim (1xx) one goes out as a HEADERS frame of its own.
   void submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim = false);
   void reset_stream(Stream& s, std::uint32_t error);
@@ -558,18 +570,12 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     co_return;
   }
   std::string head;
-  h1::RequestRewrite rw{.peer_address = peer_address_, .scheme = socket_.is_tls() ? kHttps : worker_.scheme,
-                        .request_ids = &worker_.request_ids};
+  auto rw = rewrite();
   h1::format_upstream_request(head, req, framing, framing == Framing::none ? std::nullopt : content_length, rw,
                               record.request_id, record.trace_id);
   const bool head_request = req.method() == http::verb::head;
 
-  auto fail = [&](unsigned status, std::string_view what) {
-    record.status = static_cast<int>(status);
-    if (s->closed) return;
-    if (s->timed_out) submit_local(*s, {.status = 504, .body = "request timeout"});
-    else submit_local(*s, {.status = status, .body = std::string(what)});
-  };
+  auto fail = [&](unsigned status, std::string_view what) { fail_exchange(*s, record, status, what); };
 
   const auto upstream_start = Clock::now();
   auto [cec, up] = co_await pool.acquire(true);
@@ -715,16 +721,10 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
 // same back-pressure as from an HTTP/1.1 app (a response is read only as fast as the client takes it).
 asio::awaitable<void> Session::forward_h2c(std::shared_ptr<Stream> s, ExchangeRecord& record, h2::ClientPool& pool,
                                            std::optional<std::uint64_t> content_length, bool head_request) {
-  h1::RequestRewrite rw{.peer_address = peer_address_, .scheme = socket_.is_tls() ? kHttps : worker_.scheme,
-                        .request_ids = &worker_.request_ids};
+  auto rw = rewrite();
   FieldList fields = upstream_request_fields(s->request, rw, content_length, record.request_id, record.trace_id);
   const bool no_body = s->request_done && s->request_body.size() == 0;
-  auto fail = [&](unsigned status, std::string_view what) {
-    record.status = static_cast<int>(status);
-    if (s->closed) return;
-    if (s->timed_out) submit_local(*s, {.status = 504, .body = "request timeout"});
-    else submit_local(*s, {.status = status, .body = std::string(what)});
-  };
+  auto fail = [&](unsigned status, std::string_view what) { fail_exchange(*s, record, status, what); };
   const auto upstream_start = Clock::now();
   std::unique_ptr<ClientStream> up;
   struct Unlink {  // before `up` goes, whatever the way out
