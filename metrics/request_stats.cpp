@@ -106,4 +106,10 @@ std::int64_t RequestStats::in_flight() const {
   return n;
 }
 
+std::uint64_t RequestStats::requests_total() const {
+  std::uint64_t n = 0;
+  for (const auto& s : shards_) n += s->requests_total();
+  return n;
+}
+
 }  // namespace sluice::metrics

@@ -35,6 +35,8 @@ class alignas(64) RequestStatsShard {
   void request_in(Clock::time_point now, bool proxied);
   void request_out(Clock::time_point now, bool proxied);
 
+  std::uint64_t requests_total() const { return requests_.load(std::memory_order_relaxed); }
+
   struct Totals {
     double concurrency_seconds = 0;  // integral of the in-flight count since the start
     double proxied_concurrency_seconds = 0;
@@ -74,6 +76,8 @@ class RequestStats {
 
   // Requests in flight right now, over all shards.
   std::int64_t in_flight() const;
+  // Requests counted in since the start, over all shards.
+  std::uint64_t requests_total() const;
 
  private:
   std::vector<std::unique_ptr<RequestStatsShard>> shards_;

@@ -45,15 +45,23 @@ std::vector<ControlPlane::Bound> ControlPlane::listeners() const {
 
 asio::awaitable<void> ControlPlane::report_loop() {
   asio::steady_timer tick(io_);
-  auto next = Clock::now();
+  auto next = Clock::now() + config_.report_period;
+  bool idle = true;  // the last period saw no request
+  std::uint64_t seen = shared_.stats.requests_total();
   while (true) {
-    next += config_.report_period;
-    tick.expires_at(next);
+    tick.expires_at(idle ? std::min(next, Clock::now() + config_.idle_check_period) : next);
     auto [ec] = co_await tick.async_wait(use_nothrow);
     if (ec) co_return;
     auto now = Clock::now();
+    if (now < next) {  // an idle check
+      if (shared_.stats.in_flight() == 0 && shared_.stats.requests_total() == seen) continue;
+      next = now;  // traffic: close the period now, and count the next ones from here
+    }
+    next += config_.report_period;
+    seen = shared_.stats.requests_total();  // before the report: a later arrival shows as a change
     metrics::StatSample sample{.period = shared_.stats.report(now),
                                .uptime_seconds = std::chrono::duration<double>(now - started_).count()};
+    idle = sample.period.requests == 0 && sample.period.average_concurrency == 0;
     stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample);
     exposition_.update(sample);
     if (shared_.request_metrics && shared_.breaker) {

@@ -22,6 +22,10 @@ struct ControlConfig {
   bool user_metrics = false;  // serve SharedState::request_metrics on user_metrics_port
   metrics::PodIdentity pod;
   Millis report_period{1000};
+  // While the last period saw no traffic, the first request is looked for this often and a period is
+  // closed early when one came: scale from zero waits for the first busy sample, so it should not wait
+  // for the rest of a period (Knative's activator pokes its autoscaler for the same reason).
+  Millis idle_check_period{50};
   // What undoes a /wait-for-drain that no SIGTERM follows. In Knative (sluice in the pod's containers)
   // SIGTERM comes at once when the pod goes away, so none within `drain_reset_after` means the app's
   // liveness restart. A native sidecar gets SIGTERM only after the app has exited, so there the drain is
