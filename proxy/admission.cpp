@@ -74,13 +74,7 @@ asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker,
   co_return std::nullopt;
 }
 
-asio::awaitable<bool> upstream_is_h2c(WorkerContext& worker, const std::optional<BackendLease>& lease) {
-  if (lease) co_return lease->h2c;
-  switch (worker.config.upstream_protocol) {
-    case ProxyConfig::UpstreamProtocol::http1: co_return false;
-    case ProxyConfig::UpstreamProtocol::h2c: co_return true;
-    case ProxyConfig::UpstreamProtocol::detect: break;
-  }
+asio::awaitable<bool> detect_upstream_h2c(WorkerContext& worker) {
   if (worker.upstream_h2c) co_return *worker.upstream_h2c;
   if (auto asked = worker.h2c_detection) {  // another exchange asked: its answer is this one's
     co_await asked->wait();

@@ -60,8 +60,20 @@ inline UpstreamPool& upstream_pool(WorkerContext& worker, const std::optional<Ba
 }
 
 // Whether the exchange goes to the app over h2c: the gateway's instance says so, or the configured
-// upstream protocol does, detected at the first exchange when so configured.
-asio::awaitable<bool> upstream_is_h2c(WorkerContext& worker, const std::optional<BackendLease>& lease);
+// upstream protocol does. nullopt while it is still to be detected (detect_upstream_h2c). Not a
+// coroutine: the common case costs no coroutine frame per exchange.
+inline std::optional<bool> upstream_h2c_known(const WorkerContext& worker, const std::optional<BackendLease>& lease) {
+  if (lease) return lease->h2c;
+  switch (worker.config.upstream_protocol) {
+    case ProxyConfig::UpstreamProtocol::http1: return false;
+    case ProxyConfig::UpstreamProtocol::h2c: return true;
+    case ProxyConfig::UpstreamProtocol::detect: break;
+  }
+  return worker.upstream_h2c;
+}
+
+// ENABLE_HTTP2_AUTO_DETECTION: asks the app once per worker (concurrent exchanges share the question).
+asio::awaitable<bool> detect_upstream_h2c(WorkerContext& worker);
 
 inline h2::ClientPool& upstream_h2_pool(WorkerContext& worker, const std::optional<BackendLease>& lease) {
   return lease ? worker.h2_pool_for(lease->endpoint) : worker.h2_pool;

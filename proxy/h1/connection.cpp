@@ -349,8 +349,9 @@ asio::awaitable<bool> Connection::exchange(RequestParser& parser) {
                  listed_in_connection(req[http::field::connection], "upgrade");
 
   if (!upgrade) {  // an upgrade (WebSocket) needs HTTP/1.1 to the app
-    const bool to_h2c = co_await upstream_is_h2c(worker_, lease);
-    if (to_h2c) {
+    auto to_h2c = upstream_h2c_known(worker_, lease);
+    if (!to_h2c) to_h2c = co_await detect_upstream_h2c(worker_);
+    if (*to_h2c) {
       co_return co_await exchange_h2c(parser, body, keep_alive, expect_continue, header_fields,
                                       upstream_h2_pool(worker_, lease));
     }

@@ -562,8 +562,9 @@ asio::awaitable<void> Session::forward(std::shared_ptr<Stream> s) {
     co_await finish();
     co_return;
   }
-  const bool to_h2c = co_await upstream_is_h2c(worker_, lease);
-  if (to_h2c) {
+  auto to_h2c = upstream_h2c_known(worker_, lease);
+  if (!to_h2c) to_h2c = co_await detect_upstream_h2c(worker_);
+  if (*to_h2c) {
     co_await forward_h2c(s, record, upstream_h2_pool(worker_, lease), content_length,
                          req.method() == http::verb::head);
     co_await finish();
