@@ -37,7 +37,7 @@ void BucketedWindow::record(TimePoint now, double value) {
   if (!written_ || last_write_ != bucket_time) {
     // A value a whole window older than the newest bucket cannot affect any average: drop it.
     if (written_ && !(bucket_time + window_ > last_write_)) return;
-    if (!written_ || first_write_ > bucket_time) first_write_ = bucket_time;
+    if (!first_write_ || *first_write_ > bucket_time) first_write_ = bucket_time;
     if (!written_ || bucket_time > last_write_) {
       if (!written_ || bucket_time - last_write_ >= window_) {
         // A window passed without data: start over, so the average is over the new data only.
@@ -61,6 +61,44 @@ void BucketedWindow::record(TimePoint now, double value) {
   window_total_ += value;
 }
 
+void BucketedWindow::resize(Duration window, TimePoint now) {
+  if (window == window_) return;
+  const auto n = static_cast<std::size_t>(
+      std::max<Duration::rep>((window.count() + granularity_.count() - 1) / granularity_.count(), 1));
+  std::vector<double> resized(n, 0.0);
+  double total = 0;
+  if (written_ && truncate(now, granularity_) - last_write_ <= window_) {
+    // Copy the newest buckets, as many as both windows hold, to their slots in the new ring.
+    const std::size_t old_n = buckets_.size();
+    auto index = bucket_index(last_write_, granularity_);
+    for (std::size_t k = 0; k < std::min(n, old_n); ++k, --index) {
+      const double v = buckets_[slot(index)];
+      resized[static_cast<std::size_t>(((index % static_cast<std::int64_t>(n)) + static_cast<std::int64_t>(n)) %
+                                        static_cast<std::int64_t>(n))] = v;
+      total += v;
+    }
+    // The earliest time data may have been written: a whole old window back from the newest bucket.
+    first_write_ = last_write_ - static_cast<Duration::rep>(old_n - 1) * granularity_;
+  } else {
+    first_write_.reset();
+  }
+  window_ = window;
+  buckets_ = std::move(resized);
+  window_total_ = total;
+  smoothing_ = autoscaler::smoothing_coefficient(static_cast<double>(buckets_.size()));
+}
+
+double BucketedWindow::bucket_sum(TimePoint now) const {
+  if (!written_) return 0;
+  now = truncate(now, granularity_);
+  const auto n = static_cast<std::int64_t>(buckets_.size());
+  const std::int64_t count = std::min<std::int64_t>(n, n - (now - last_write_) / granularity_);
+  double sum = 0;
+  auto index = bucket_index(last_write_, granularity_);
+  for (std::int64_t k = 0; k < count; ++k, --index) sum += buckets_[slot(index)];
+  return sum;
+}
+
 bool BucketedWindow::is_empty(TimePoint now) const {
   return !written_ || truncate(now, granularity_) - last_write_ > window_;
 }
@@ -74,7 +112,9 @@ double BucketedWindow::linear_average(TimePoint now) const {
   now = truncate(now, granularity_);
   const auto n = static_cast<double>(buckets_.size());
   // +1: first and last write are both inclusive.
-  const auto written_buckets = static_cast<double>((last_write_ - first_write_) / granularity_ + 1);
+  // Unknown start (a resize found no data): every bucket counts, as Knative's zero first write does.
+  const auto written_buckets =
+      first_write_ ? static_cast<double>((last_write_ - *first_write_) / granularity_ + 1) : n;
   const Duration since_write = now - last_write_;
   if (since_write <= Duration::zero()) {
     return round6(window_total_ / std::min(written_buckets, n));

@@ -2,6 +2,7 @@
 // WeightedFloat64Buckets, the stable and panic windows of the KPA.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "autoscaler/time.h"
@@ -30,6 +31,23 @@ class BucketedWindow {
   // window does not read low), skipping buckets not yet reached; 0 once a whole window passed without data.
   double average(TimePoint now) const;
 
+  // Changes the window length in place, keeping the newest buckets that fit (Knative's ResizeWindow): a
+  // longer window keeps all history, a shorter one the most recent part. With no data in the old window
+  // as of `now`, the new one starts empty. The same length is a no-op.
+  void resize(Duration window, TimePoint now);
+
+  // Sum of the buckets still inside the window as of `now`, newest first back one window (Knative's
+  // forEachBucket, which its tests sum).
+  double bucket_sum(TimePoint now) const;
+
+  // Start of the data the linear average counts from; nullopt when unknown (nothing written, or a
+  // resize found no data in the window).
+  std::optional<TimePoint> first_write() const { return first_write_; }
+  std::optional<TimePoint> last_write() const {
+    return written_ ? std::optional<TimePoint>(last_write_) : std::nullopt;
+  }
+  std::size_t bucket_count() const { return buckets_.size(); }
+
   Duration window() const { return window_; }
   Duration granularity() const { return granularity_; }
   double smoothing_coefficient() const { return smoothing_; }
@@ -45,8 +63,8 @@ class BucketedWindow {
   double smoothing_ = 0;
   std::vector<double> buckets_;
   double window_total_ = 0;  // sum of every bucket, including ones past last_write_ not yet cleared
-  bool written_ = false;
-  TimePoint first_write_{};  // start of the data in the window (reset after a window without data)
+  bool written_ = false;     // last_write_ is set
+  std::optional<TimePoint> first_write_;  // start of the data in the window (reset after a window without data)
   TimePoint last_write_{};   // newest bucket written
 };
 

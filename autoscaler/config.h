@@ -57,6 +57,10 @@ struct AutoscalerConfig {
   // Fixed in Knative (not keys): 1 s metric buckets and a decision every 2 s.
   Duration bucket_size = std::chrono::seconds(1);
   Duration tick_interval = std::chrono::seconds(2);
+  // How long a revision may stay activating (wanted, not yet ready) before the KPA gives up and scales it
+  // to zero: Knative's progress deadline (config-deployment, 600 s) plus its 30 s buffer. Not a key here;
+  // the gateway sets it from its start deadline.
+  Duration activation_timeout = std::chrono::seconds(630);
 };
 
 // Throws ConfigError naming the key, the value and what is allowed, for the first invalid setting.

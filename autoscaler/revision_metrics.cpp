@@ -22,6 +22,13 @@ void RevisionMetrics::record(TimePoint now, const Stat& stat) {
   rps_panic_.record(now, rps);
 }
 
+void RevisionMetrics::resize(Duration stable_window, Duration panic_window, TimePoint now) {
+  concurrency_stable_.resize(stable_window, now);
+  concurrency_panic_.resize(panic_window, now);
+  rps_stable_.resize(stable_window, now);
+  rps_panic_.resize(panic_window, now);
+}
+
 std::optional<ObservedValues> RevisionMetrics::concurrency(TimePoint now) const {
   if (concurrency_stable_.is_empty(now)) return std::nullopt;
   return ObservedValues{concurrency_stable_.average(now), concurrency_panic_.average(now)};

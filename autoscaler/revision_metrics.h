@@ -24,6 +24,9 @@ class RevisionMetrics {
   // activator is subtracted, because the activator reports it too.
   void record(TimePoint now, const Stat& stat);
 
+  // New window lengths, keeping the history that fits (Knative's metric update resizes its buckets).
+  void resize(Duration stable_window, Duration panic_window, TimePoint now);
+
   // Observed concurrency / requests per second as of `now`; nullopt when no stat arrived in the last
   // stable window (no data: the KPA makes no decision then).
   std::optional<ObservedValues> concurrency(TimePoint now) const;

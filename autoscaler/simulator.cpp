@@ -43,7 +43,7 @@ std::vector<SimulationRow> simulate(std::span<const TracePoint> trace, const Aut
     out.time_s = t;
     out.observed = point.value;
     out.decision = kpa.decide(at_second(t), ready);
-    if (out.decision.valid) modelled_ready = out.decision.desired_pods;
+    modelled_ready = out.decision.desired_pods;
     rows.push_back(out);
   }
   return rows;

@@ -38,11 +38,13 @@ inline constexpr std::array<ExpectedDecision, 24> kStepTraceDecisions{{
     {24, 0, 25, 0, 4, 3, -171, 1, "stable"},
     {26, 0, 15, 0, 3, 2, -181, 1, "stable"},
     {28, 0, 5, 0, 2, 1, -191, 1, "stable"},
-    // Stable value 0 → 0 pods wanted from t=30; held at 1 for the 6 s grace period.
-    {30, 0, 0, 0, 1, 1, -201, 1, "stable"},
-    {32, 0, 0, 0, 1, 1, -201, 1, "stable"},
-    {34, 0, 0, 0, 1, 1, -201, 1, "stable"},
-    {36, 0, 0, 0, 1, 0, -201, 1, "stable"},
+    // Stable value 0 → 0 pods wanted from t=30. Knative's reconciler: active since t=0, i.e. for more than
+    // the 10 s stable window, so deactivated; the buffer has been in the path since t=0 (EBC < 0 all
+    // along), longer than the 6 s grace period, so zero at once.
+    {30, 0, 0, 0, 1, 0, -201, 1, "stable"},
+    {32, 0, 0, 0, 0, 0, -211, 1, "stable"},
+    {34, 0, 0, 0, 0, 0, -211, 1, "stable"},
+    {36, 0, 0, 0, 0, 0, -211, 1, "stable"},
     {38, 0, 0, 0, 0, 0, -211, 1, "stable"},
     {40, 0, 0, 0, 0, 0, -211, 1, "stable"},
     {42, 0, 0, 0, 0, 0, -211, 1, "stable"},

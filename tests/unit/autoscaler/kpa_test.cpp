@@ -24,7 +24,7 @@ Stat concurrency(double c) {
 }
 
 // Drives a Kpa from second `from` to `to` with load(t), deciding on even seconds; returns each decision
-// by second. `ready` follows the decisions.
+// by second. `ready` follows the scale target (as if instances started and stopped at once).
 class Drive {
  public:
   Drive(const AutoscalerConfig& config, std::int32_t ready, int start = 0)
@@ -36,7 +36,7 @@ class Drive {
       kpa_.record(at(t), load(t));
       if (t % 2 != 0) continue;
       const Decision d = kpa_.decide(at(t), ready_);
-      if (d.valid) ready_ = d.desired_pods;
+      ready_ = d.desired_pods;
       out[t] = d;
     }
     return out;
@@ -108,17 +108,62 @@ TEST(Kpa, RestartWithSeveralReadyPodsHoldsThemForAStableWindow) {
   for (int i = 0; i < 7; ++i) EXPECT_EQ(d.at(62 + 2 * i).desired_pods, want[i]) << "t=" << 62 + 2 * i;
 }
 
-TEST(Kpa, IdleScalesToZeroOnlyAfterTheGracePeriod) {
+TEST(Kpa, IdleGoesToZeroAtDeactivationWhenTheBufferWasAlreadyInThePath) {
+  // Knative's timing (scaler.go): the revision became active at t=0; the decider wants 0 from t=70 (a
+  // stable window after the last traffic at t=9) and the revision has been active ≥ 60 s, so it is
+  // deactivated. With the default target-burst-capacity (211 > one pod's 100) the cold-start buffer
+  // has been in the path all along — for more than the 30 s grace period — so zero follows at once.
   Drive drive(AutoscalerConfig{}, 1);
-  const auto d = drive.run(0, 102, [](int t) { return concurrency(t < 10 ? 70 : 0); });
-  // t=68: the stable window still holds t=9's 70: 70 / 60 → 1 pod.
-  EXPECT_EQ(d.at(68).decider_pods, 1);
-  // t=70: a whole stable window without traffic: the decider wants 0; the grace period (30 s) starts.
+  const auto d = drive.run(0, 72, [](int t) { return concurrency(t < 10 ? 70 : 0); });
+  EXPECT_EQ(d.at(0).activity, Activity::active);
+  EXPECT_TRUE(d.at(68).buffer_in_path);
+  EXPECT_EQ(d.at(68).decider_pods, 1);  // the stable window still holds t=9's 70
+  EXPECT_EQ(d.at(68).desired_pods, 1);
   EXPECT_EQ(d.at(70).decider_pods, 0);
-  EXPECT_EQ(d.at(70).desired_pods, 1);
-  EXPECT_EQ(d.at(98).desired_pods, 1);
+  EXPECT_EQ(d.at(70).activity, Activity::inactive);
+  EXPECT_EQ(d.at(70).desired_pods, 0);
+}
+
+TEST(Kpa, GracePeriodKeepsTheReplicasWhileTheBufferEntersThePath) {
+  // target-burst-capacity 0: the buffer leaves the path while pods are wanted. At deactivation (t=70) it
+  // goes back in; the replicas stay as they are (no drop to one first) until it has been in the path for
+  // the grace period: zero at t=100.
+  AutoscalerConfig config;
+  config.target_burst_capacity = 0;
+  Drive drive(config, 2);
+  const auto d = drive.run(0, 102, [](int t) { return concurrency(t < 10 ? 140 : 0); });
+  EXPECT_FALSE(d.at(68).buffer_in_path);
+  EXPECT_EQ(d.at(70).decider_pods, 0);
+  EXPECT_EQ(d.at(70).want, 0);
+  EXPECT_TRUE(d.at(70).buffer_in_path);
+  EXPECT_EQ(d.at(70).activity, Activity::inactive);
+  // The decider halved 2 → 1 on the way down (rate 2); the reconciler holds what the target has.
+  const std::int32_t held = d.at(68).desired_pods;
+  for (int t = 70; t <= 98; t += 2) EXPECT_EQ(d.at(t).desired_pods, held) << "t=" << t;
   EXPECT_EQ(d.at(100).desired_pods, 0);
-  EXPECT_EQ(d.at(102).desired_pods, 0);
+}
+
+TEST(Kpa, PodRetentionIsAHardDeadlineAfterDeactivation) {
+  AutoscalerConfig config;
+  config.scale_to_zero_pod_retention_period = 90s;
+  Drive drive(config, 1);
+  const auto d = drive.run(0, 162, [](int t) { return concurrency(t < 10 ? 70 : 0); });
+  EXPECT_EQ(d.at(70).activity, Activity::inactive);
+  EXPECT_EQ(d.at(158).desired_pods, 1);  // inactive 88 s < 90 s, whatever the buffer
+  EXPECT_EQ(d.at(160).desired_pods, 0);  // max(grace 30 s, retention 90 s) inactive
+}
+
+TEST(Kpa, ANewIdleRevisionKeepsItsFirstInstanceForAStableWindow) {
+  // Initial scale 1, never any traffic: the decider wants 0 at once, but the revision must have been
+  // active a whole stable window (from t=0, its first ready pod) before it is deactivated.
+  Drive drive(AutoscalerConfig{}, 1);
+  const auto d = drive.run(0, 62, [](int) { return concurrency(0); });
+  EXPECT_EQ(d.at(0).decider_pods, 0);
+  EXPECT_EQ(d.at(0).desired_pods, 1);
+  EXPECT_EQ(d.at(58).desired_pods, 1);
+  EXPECT_EQ(d.at(58).activity, Activity::active);
+  EXPECT_EQ(d.at(60).activity, Activity::inactive);
+  EXPECT_EQ(d.at(60).desired_pods, 0);  // the buffer was in the path since t=0: ≥ grace
 }
 
 TEST(Kpa, TrafficDuringTheGracePeriodCancelsScaleToZero) {
@@ -127,14 +172,18 @@ TEST(Kpa, TrafficDuringTheGracePeriodCancelsScaleToZero) {
   config.scale_to_zero_grace_period = 10s;
   Drive drive(config, 1);
   const auto d = drive.run(0, 40, [](int t) { return concurrency(t == 20 ? 7 : 0); });
-  // Zero wanted from t=0; t=8 is within 10 s; t=10 would scale to zero.
+  // Active from t=0, deactivated at t=6 (a stable window); the buffer has been in the path since t=0
+  // (EBC < 0), so zero once that is the 10 s grace period: t=10.
+  EXPECT_EQ(d.at(6).activity, Activity::inactive);
   EXPECT_EQ(d.at(8).desired_pods, 1);
   EXPECT_EQ(d.at(10).desired_pods, 0);
-  // t=20: 7 concurrent → 1 pod (7 / 6 buckets → 1.17 → 1); the grace restarts after it leaves the window.
+  // t=20: 7 concurrent → 1 pod (7 / 6 buckets → 1.17 → 1); activating, active at t=22 (ready).
   EXPECT_EQ(d.at(20).desired_pods, 1);
+  EXPECT_EQ(d.at(22).activity, Activity::active);
   EXPECT_EQ(d.at(26).decider_pods, 0);  // buckets 21..26 are all 0
-  EXPECT_EQ(d.at(34).desired_pods, 1);
-  EXPECT_EQ(d.at(36).desired_pods, 0);
+  // Active since t=22: a stable window later (t=28) deactivated, and the buffer never left: zero.
+  EXPECT_EQ(d.at(26).desired_pods, 1);
+  EXPECT_EQ(d.at(28).desired_pods, 0);
 }
 
 TEST(Kpa, ScaleDownDelayHoldsTheHighestCountOfTheDelayWindow) {
@@ -193,14 +242,70 @@ TEST(Kpa, WithoutDataANewServiceStillGetsItsInitialAndMinScale) {
   Kpa a(initial, 0, at(0));
   Decision d = a.decide(at(0), 0);  // no stat yet
   EXPECT_FALSE(d.valid);
+  EXPECT_EQ(d.decider_pods, kScaleUnknown);
   EXPECT_EQ(d.desired_pods, 3);
   AutoscalerConfig bounded;
   bounded.min_scale = 2;
   bounded.max_scale = 4;
   Kpa b(bounded, 0, at(0));
   EXPECT_EQ(b.decide(at(0), 0).desired_pods, 2);
-  EXPECT_EQ(b.decide(at(2), 3).desired_pods, 3);  // within the bounds: the current scale is kept
-  EXPECT_EQ(b.decide(at(4), 6).desired_pods, 4);
+  // Knative keeps the last decision without data, never the ready count: 3 or 6 ready change nothing.
+  EXPECT_EQ(b.decide(at(2), 3).desired_pods, 2);
+  EXPECT_EQ(b.decide(at(4), 6).desired_pods, 2);
+}
+
+TEST(Kpa, KnativeNoDataNoAutoscale) {
+  // Knative's TestAutoscalerNoDataNoAutoscale: no metrics → an invalid result, nothing decided.
+  Kpa kpa(AutoscalerConfig{}, 1, at(0));
+  const Decision d = kpa.decide(at(0), 1);
+  EXPECT_FALSE(d.valid);
+  EXPECT_EQ(d.decider_pods, kScaleUnknown);
+  EXPECT_FALSE(d.scaled);
+  EXPECT_EQ(d.desired_pods, 1);
+}
+
+TEST(Kpa, NoDataKeepsTheLastDecision) {
+  Kpa kpa(AutoscalerConfig{}, 1, at(0));
+  kpa.record(at(0), concurrency(280));  // 4 pods' worth
+  EXPECT_EQ(kpa.decide(at(0), 1).desired_pods, 4);
+  // More than a stable window without any stat: the decider's 4 stands (not the 2 ready).
+  const Decision d = kpa.decide(at(70), 2);
+  EXPECT_FALSE(d.valid);
+  EXPECT_EQ(d.decider_pods, 4);
+  EXPECT_EQ(d.desired_pods, 4);
+}
+
+TEST(Kpa, KnativeMultiscalerInitialExcessBurstCapacity) {
+  // TestMultiscalerCreateTBC42: initial scale 2 × total 25 − TBC 42 = 8, before any decision.
+  AutoscalerConfig c;
+  c.initial_scale = 2;
+  c.target_burst_capacity = 42;
+  c.container_concurrency = 25;
+  Kpa kpa(c, 0, at(0));
+  EXPECT_EQ(kpa.decide(at(0), 0).excess_burst_capacity, 50 - 42);
+  // TestMultiscalerCreateTBCMinus1: −1 stays −1.
+  AutoscalerConfig minus1;
+  minus1.target_burst_capacity = -1;
+  EXPECT_EQ(Kpa(minus1, 0, at(0)).decide(at(0), 0).excess_burst_capacity, -1);
+  // The default: 1 × 100 − 211: a new revision starts behind the buffer.
+  Kpa fresh(AutoscalerConfig{}, 0, at(0));
+  const Decision d = fresh.decide(at(0), 0);
+  EXPECT_EQ(d.excess_burst_capacity, -111);
+  EXPECT_TRUE(d.buffer_in_path);
+}
+
+TEST(Kpa, InitialScaleIsMarkedReachedOnceReady) {
+  // kpa.go marks the scale target initialized when the ready pods reach the initial scale; from then on
+  // the initial scale is no floor and the active threshold is 1.
+  AutoscalerConfig config;
+  config.initial_scale = 3;
+  Kpa kpa(config, 0, at(0));
+  EXPECT_EQ(kpa.decide(at(0), 0).desired_pods, 3);
+  EXPECT_FALSE(kpa.pod_autoscaler().scale_target_initialized());
+  EXPECT_EQ(kpa.decide(at(2), 2).activity, Activity::activating);
+  const Decision d = kpa.decide(at(4), 3);
+  EXPECT_TRUE(kpa.pod_autoscaler().scale_target_initialized());
+  EXPECT_EQ(d.activity, Activity::active);
 }
 
 TEST(Kpa, ActivationScaleStartsSeveralPodsForAnyRequest) {
@@ -284,11 +389,35 @@ TEST(Kpa, BufferLeavesThePathOnlyWithSpareBurstCapacity) {
 }
 
 TEST(Kpa, RequestsAtZeroPodsAskForADecisionAtOnce) {
+  // Knative's TestMultiScalerScaleFromZero: a poke when the decider's last count is 0 and a stat shows
+  // requests; never before a first decision (−1).
+  Kpa undecided(AutoscalerConfig{}, 0, at(0));
+  EXPECT_FALSE(undecided.record(at(0), concurrency(1)));
   Kpa kpa(AutoscalerConfig{}, 0, at(0));
-  EXPECT_FALSE(kpa.record(at(0), concurrency(0)));
+  kpa.record(at(0), concurrency(0));
+  EXPECT_EQ(kpa.decide(at(0), 0).decider_pods, 0);
   EXPECT_TRUE(kpa.record(at(1), concurrency(1)));
   EXPECT_EQ(kpa.decide(at(1), 0).desired_pods, 1);
   EXPECT_FALSE(kpa.record(at(2), concurrency(1)));  // not at zero any more
+}
+
+TEST(Kpa, PokeFollowsTheDecidersRawCountNotTheBoundedOne) {
+  // min-scale 1 keeps a pod, and disabled scale-to-zero too; the decider still wants 0 for no traffic,
+  // so requests poke a decision at once, as in Knative.
+  for (const bool disable : {false, true}) {
+    AutoscalerConfig config;
+    if (disable) {
+      config.enable_scale_to_zero = false;
+    } else {
+      config.min_scale = 1;
+    }
+    Kpa kpa(config, 1, at(0));
+    kpa.record(at(0), concurrency(0));
+    const Decision d = kpa.decide(at(0), 1);
+    EXPECT_EQ(d.decider_pods, 0);
+    EXPECT_EQ(d.desired_pods, 1);
+    EXPECT_TRUE(kpa.record(at(1), concurrency(3)));
+  }
 }
 
 TEST(Kpa, NoStatInAStableWindowMeansNoDecision) {
