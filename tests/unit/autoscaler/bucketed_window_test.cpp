@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 
 namespace sluice::autoscaler {
 namespace {
@@ -121,6 +122,122 @@ TEST(BucketedWindow, LinearAverageIsRoundedToSixDigits) {
   w.record(kStart + 1s, 0);
   w.record(kStart + 2s, 0);
   EXPECT_DOUBLE_EQ(w.average(kStart + 2s), 0.333333);
+}
+
+// Knative's TestTimedFloat64BucketsManyReps: five records per bucket over five buckets sum to 100.
+TEST(BucketedWindow, KnativeManyReps) {
+  BucketedWindow w(60s, 1s);
+  TimePoint t = kStart;
+  for (int p = 0; p < 5; ++p) {
+    t += 1s;
+    for (int r = 0; r < 5; ++r) w.record(t, p + r);
+  }
+  EXPECT_EQ(w.bucket_sum(t), 100);
+  EXPECT_EQ(w.bucket_sum(t), 100);  // reading does not change anything
+}
+
+// Knative's TestTimedFloat64BucketsManyRepsWithNonMonotonicalOrder: buckets written out of order.
+TEST(BucketedWindow, KnativeManyRepsWithNonMonotonicalOrder) {
+  BucketedWindow w(60s, 1s);
+  const int offsets[] = {0, 3, 2, 1, 4};
+  TimePoint end = kStart;
+  for (int p = 0; p < 5; ++p) {
+    end = kStart + std::chrono::seconds(offsets[p]);
+    for (int r = 0; r < 5; ++r) w.record(end, p + r);
+  }
+  EXPECT_EQ(w.bucket_sum(end), 100);
+  EXPECT_EQ(w.bucket_sum(end), 100);
+}
+
+// Knative's TestTimedFloat64BucketsResizeWindow.
+TEST(BucketedWindow, KnativeResizeWindowKeepsHistory) {
+  const TimePoint start = kStart + 400ms;  // Knative starts at time.Now(): not on a bucket boundary
+  BucketedWindow w(5s, 1s);
+  for (int i = 0; i < 6; ++i) w.record(start + std::chrono::seconds(i), i + 1);  // with rollover
+  TimePoint now = start + 5s;
+  constexpr double kInitial = 2. + 3 + 4 + 5 + 6;
+  ASSERT_EQ(w.bucket_sum(now), kInitial);
+  ASSERT_EQ(w.average(now), kInitial / 5);
+
+  w.resize(10s, now);  // grow
+  EXPECT_EQ(w.bucket_count(), 10u);
+  EXPECT_EQ(w.window(), 10s);
+  EXPECT_EQ(w.bucket_sum(now), kInitial);
+  EXPECT_EQ(w.average(now), kInitial / 5);  // still 5 buckets of data
+
+  now += 1s;
+  w.record(now, 7);
+  constexpr double kWithUpdate = kInitial + 7;
+  EXPECT_EQ(w.bucket_sum(now), kWithUpdate);
+  EXPECT_EQ(w.average(now), std::round(kWithUpdate / 6 * 1e6) / 1e6);  // 6 buckets of data
+
+  w.resize(4s, now);  // shrink: the 2 oldest buckets go
+  EXPECT_EQ(w.bucket_count(), 4u);
+  constexpr double kWithShrink = kWithUpdate - 2 - 3;
+  EXPECT_EQ(w.bucket_sum(now), kWithShrink);
+  EXPECT_EQ(w.average(now), kWithShrink / 4);
+
+  w.resize(4s, now);  // idempotent
+  EXPECT_EQ(w.bucket_count(), 4u);
+  EXPECT_EQ(w.bucket_sum(now), kWithShrink);
+}
+
+// Knative's TestWeightedFloat64BucketsResizeWindow.
+TEST(BucketedWindow, KnativeWeightedResizeWindow) {
+  const TimePoint start = kStart + 400ms;
+  BucketedWindow w(5s, 1s, Averaging::weighted_exponential);
+  EXPECT_DOUBLE_EQ(w.smoothing_coefficient(), smoothing_coefficient(5));
+  for (int i = 0; i < 6; ++i) w.record(start + std::chrono::seconds(i), i + 1);
+  const TimePoint now = start + 5s;
+  EXPECT_EQ(w.bucket_sum(now), 2. + 3 + 4 + 5 + 6);
+  EXPECT_EQ(std::round(w.average(now) * 1000) / 1000, 5.812);  // Knative: "computed a mano"
+  w.resize(10s, now);
+  EXPECT_EQ(w.bucket_count(), 10u);
+  EXPECT_EQ(w.window(), 10s);
+  EXPECT_DOUBLE_EQ(w.smoothing_coefficient(), smoothing_coefficient(10));
+}
+
+// Knative's TestTimedFloat64BucketsWindowUpdate3sGranularity.
+TEST(BucketedWindow, KnativeWindowUpdate3sGranularity) {
+  const TimePoint t1 = TimePoint(999s);  // a multiple of 3 s
+  BucketedWindow w(5s, 3s);
+  ASSERT_EQ(w.bucket_count(), 2u);  // ceil(5 / 3)
+  w.record(t1, 10);
+  w.record(t1 + 1s, 2);
+  w.record(t1 + 2s, 3);
+  w.record(t1 + 3s, 4);
+  w.record(t1 + 4s, 5);
+  w.record(t1 + 5s, 6);
+  w.record(t1 + 6s, 7);  // overrides the first bucket's 15 (10 + 2 + 3)
+  double want = (4. + 5 + 6) + 7;
+  EXPECT_EQ(w.bucket_sum(t1 + 6s), want);
+
+  w.resize(10s, t1 + 6s);
+  EXPECT_EQ(w.bucket_count(), 4u);
+  EXPECT_EQ(w.window(), 10s);
+  EXPECT_EQ(w.bucket_sum(t1 + 6s), want);
+
+  w.record(t1 + 9s + 300ms, 42);
+  want += 42;
+  EXPECT_EQ(w.bucket_sum(t1 + 9s), want);
+
+  w.resize(4s, t1 + 9s);
+  EXPECT_EQ(w.bucket_count(), 2u);
+  // The oldest bucket is dropped, and so is the one not yet used.
+  EXPECT_EQ(w.bucket_sum(t1 + 9s), 42 + 7);
+  w.resize(4s, t1 + 9s);
+  EXPECT_EQ(w.bucket_count(), 2u);
+}
+
+// Knative's TestTimedFloat64BucketsWindowUpdateNoOp: nothing within the old window as of the resize, so
+// the new window starts without a known first write.
+TEST(BucketedWindow, KnativeWindowUpdateNoOp) {
+  const TimePoint start = kStart;
+  BucketedWindow w(5s, 1s);
+  w.record(start, 19.82);
+  EXPECT_EQ(w.first_write(), w.last_write());
+  w.resize(10s, start + 60s);
+  EXPECT_FALSE(w.first_write().has_value());
 }
 
 }  // namespace

@@ -445,5 +445,36 @@ TEST(Kpa, WeightedAveragingReactsFasterToRecentLoad) {
   EXPECT_NEAR(b.decide(at(59), 1).observed_stable, 700 * (1 - std::pow(0.8, 10)), 1e-9);
 }
 
+TEST(Kpa, AChangedWindowResizesInPlaceKeepingHistoryAndPanic) {
+  // Knative's decider Update and metric ResizeWindow: the windows keep their buckets, the panic state
+  // and the reconciler's timing carry on; only the lengths change.
+  Kpa kpa(AutoscalerConfig{}, 1, at(0));
+  for (int t = 0; t <= 20; ++t) kpa.record(at(t), concurrency(t < 10 ? 70 : 700));
+  Decision d = kpa.decide(at(20), 1);
+  ASSERT_TRUE(d.panicking);  // 700 / 70 = 10 pods ≥ 2 × 1
+  EXPECT_DOUBLE_EQ(d.observed_stable, 400);  // (10 × 70 + 11 × 700) / 21
+  const TimePoint active_since = kpa.pod_autoscaler().activity_since();
+
+  AutoscalerConfig longer;
+  longer.stable_window = 120s;  // panic window 12 s
+  kpa.update(longer, at(20));
+  d = kpa.decide(at(20), 10);
+  EXPECT_TRUE(d.valid);
+  EXPECT_TRUE(d.panicking);
+  // The same 21 buckets of history; as Knative's resize does, the data may now date from a whole old
+  // window back (its first write moves to t=20 − 59 s), so the average is over 60 buckets: 8400 / 60.
+  EXPECT_DOUBLE_EQ(d.observed_stable, (10 * 70 + 11 * 700) / 60.0);
+  EXPECT_DOUBLE_EQ(d.observed_panic, 700);  // the 6 panic buckets (t=15..20) kept
+  EXPECT_EQ(kpa.pod_autoscaler().activity_since(), active_since);
+  EXPECT_EQ(kpa.spec().stable_window, 120s);
+
+  AutoscalerConfig shorter;
+  shorter.stable_window = 10s;  // panic window 1 s: only the newest buckets stay
+  kpa.update(shorter, at(20));
+  d = kpa.decide(at(20), 10);
+  EXPECT_DOUBLE_EQ(d.observed_stable, 700);  // t=11..20
+  EXPECT_DOUBLE_EQ(d.observed_panic, 700);
+}
+
 }  // namespace
 }  // namespace sluice::autoscaler
