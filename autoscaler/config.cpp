@@ -117,7 +117,12 @@ const std::vector<std::pair<std::string_view, Setter>>& setters() {
            fail(k, v, "must be concurrency or rps (cpu and memory are HPA metrics)");
          }
        }},
-      {"target", [](auto& c, auto k, auto& v) { c.target = parse_number(k, v); }},
+      {"target",
+       [](auto& c, auto k, auto& v) {
+         // Knative's annotation: at least 0.01. 0 is rejected, not taken as "unset".
+         c.target = parse_number(k, v);
+         if (c.target < kTargetMin) fail(k, v, "must be at least 0.01");
+       }},
       {"container-concurrency",
        [](auto& c, auto k, auto& v) { c.container_concurrency = parse_int32(k, v); }},
       {"activation-scale", [](auto& c, auto k, auto& v) { c.activation_scale = parse_int32(k, v); }},
@@ -174,9 +179,6 @@ void validate(const AutoscalerConfig& c) {
           "stable-window", d(c.stable_window), "must be whole seconds in [6s, 1h]");
   require(c.panic_window_percentage >= 1 && c.panic_window_percentage <= 100, "panic-window-percentage",
           n(c.panic_window_percentage), "must be in [1, 100]");
-  // The ConfigMap leaves this unchecked; the annotation's range is the one that makes sense for both.
-  require(c.panic_threshold_percentage >= 110 && c.panic_threshold_percentage <= 1000,
-          "panic-threshold-percentage", n(c.panic_threshold_percentage), "must be in [110, 1000]");
   require(c.initial_scale >= (c.allow_zero_initial_scale ? 0 : 1), "initial-scale", i(c.initial_scale),
           c.allow_zero_initial_scale ? "must be at least 0"
                                      : "must be at least 1 (0 needs allow-zero-initial-scale: true)");
@@ -189,8 +191,9 @@ void validate(const AutoscalerConfig& c) {
   require(c.max_scale == 0 || c.min_scale <= c.max_scale, "min-scale", i(c.min_scale),
           "must not exceed max-scale (" + i(c.max_scale) + ")");
   require(c.target == 0 || c.target >= kTargetMin, "target", n(c.target), "must be at least 0.01 (or unset)");
-  require(c.container_concurrency >= 0, "container-concurrency", i(c.container_concurrency),
-          "must be at least 0 (0 = unlimited)");
+  require(c.container_concurrency >= 0 && c.container_concurrency <= kContainerConcurrencyMax,
+          "container-concurrency", i(c.container_concurrency),
+          "must be in [0, 1000] (0 = unlimited; 1000 is Knative's container-concurrency-max-limit)");
   require(c.activation_scale == 0 || c.activation_scale >= 2, "activation-scale", i(c.activation_scale),
           "must be at least 2 (or unset)");
   require(c.activation_scale == 0 || c.activation_scale >= c.min_scale, "activation-scale",
@@ -202,8 +205,9 @@ void validate(const AutoscalerConfig& c) {
   require(c.tick_interval > Duration::zero(), "tick interval", d(c.tick_interval), "must be positive");
 }
 
-AutoscalerConfig config_from_data(const ConfigData& data) {
-  AutoscalerConfig config;
+namespace {
+
+void apply(AutoscalerConfig& config, const ConfigData& data) {
   for (const auto& [key, value] : data) {
     if (!key.empty() && key.front() == '_') continue;
     bool known = false;
@@ -223,9 +227,37 @@ AutoscalerConfig config_from_data(const ConfigData& data) {
       throw ConfigError("unknown autoscaler key '" + key + "' (allowed: " + allowed + ")");
     }
   }
+}
+
+// pkg/apis/autoscaling/annotation_validation.go: what a revision's annotations must satisfy beyond the
+// ConfigMap's ranges.
+void validate_revision_keys(const ConfigData& revision, const AutoscalerConfig& c) {
+  const auto d = [](Duration v) { return format_duration(v); };
+  if (revision.contains("panic-threshold-percentage")) {
+    require(c.panic_threshold_percentage >= 110 && c.panic_threshold_percentage <= 1000,
+            "panic-threshold-percentage", number_text(c.panic_threshold_percentage), "must be in [110, 1000]");
+  }
+  if (revision.contains("scale-down-delay")) {
+    require(c.scale_down_delay <= kWindowMax, "scale-down-delay", d(c.scale_down_delay), "must be in [0s, 1h]");
+  }
+  if (revision.contains("scale-to-zero-pod-retention-period")) {
+    require(c.scale_to_zero_pod_retention_period <= kWindowMax, "scale-to-zero-pod-retention-period",
+            d(c.scale_to_zero_pod_retention_period), "must be in [0s, 1h]");
+  }
+}
+
+}  // namespace
+
+AutoscalerConfig config_from_data(const ConfigData& cluster, const ConfigData& revision) {
+  AutoscalerConfig config;
+  apply(config, cluster);
+  apply(config, revision);
   validate(config);
+  validate_revision_keys(revision, config);
   return config;
 }
+
+AutoscalerConfig config_from_data(const ConfigData& cluster) { return config_from_data(cluster, {}); }
 
 Duration panic_window(const AutoscalerConfig& config) {
   const auto secs = std::chrono::duration<double>(config.stable_window).count() *

@@ -63,13 +63,26 @@ struct AutoscalerConfig {
   Duration activation_timeout = std::chrono::seconds(630);
 };
 
-// Throws ConfigError naming the key, the value and what is allowed, for the first invalid setting.
+// Throws ConfigError naming the key, the value and what is allowed, for the first invalid setting. The
+// ranges are those of Knative's config-autoscaler ConfigMap (config.go), plus the revision-only keys'
+// (target, container-concurrency, activation-scale, target-utilization-percentage).
 void validate(const AutoscalerConfig& config);
 
-// Applies ConfigMap-style `data` (key → text value, Knative key names) over the defaults and validates.
-// Keys starting with '_' are ignored (Knative's `_example`); any other unknown key is an error.
 using ConfigData = std::map<std::string, std::string, std::less<>>;
-AutoscalerConfig config_from_data(const ConfigData& data);
+
+// Applies `cluster` (config-autoscaler ConfigMap data: key → text value, Knative key names), then
+// `revision` (the revision's autoscaling.knative.dev/ annotations, without the prefix) over the defaults,
+// and validates: the merged result by the ConfigMap's rules, the revision's keys also by the annotation
+// rules, which are stricter in places (scale-down-delay and pod retention at most 1 h,
+// panic-threshold-percentage in [110, 1000]; Knative leaves the ConfigMap's threshold unchecked).
+// Keys starting with '_' are ignored (Knative's `_example`); any other unknown key is an error naming it
+// (Knative ignores unknown ConfigMap keys; sluice's choice, so that a typo is never silently dropped).
+AutoscalerConfig config_from_data(const ConfigData& cluster, const ConfigData& revision);
+// ConfigMap data only.
+AutoscalerConfig config_from_data(const ConfigData& cluster);
+
+// Knative's container-concurrency-max-limit default (config-defaults): the most a revision may admit.
+inline constexpr std::int32_t kContainerConcurrencyMax = 1000;
 
 // The panic window: stable window × percentage, rounded to whole seconds, at least one bucket.
 Duration panic_window(const AutoscalerConfig& config);

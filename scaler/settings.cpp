@@ -102,7 +102,8 @@ ScaledObjectSettings parse_settings(const Metadata& metadata) {
     throw ConfigError(std::string(kSidecarsKey) +
                       ": missing: the sidecars' Stat addresses, a headless Service's DNS name or host[:port] list");
   }
-  s.config = autoscaler::config_from_data(s.autoscaling);
+  // The metadata carries a revision's autoscaling annotations: Knative's annotation ranges apply.
+  s.config = autoscaler::config_from_data({}, s.autoscaling);
   return s;
 }
 

@@ -98,9 +98,12 @@ autoscaler::ConfigData gateway_scaling_defaults() {
   return {{"allow-zero-initial-scale", "true"}, {"initial-scale", "0"}};
 }
 
-autoscaler::AutoscalerConfig scaling_from(const autoscaler::ConfigData& data, const std::string& where) {
+// The gateway's `autoscaler:` block is the ConfigMap; a service's own keys are its revision's annotations
+// (Knative's stricter annotation ranges apply to those).
+autoscaler::AutoscalerConfig scaling_from(const autoscaler::ConfigData& cluster, const autoscaler::ConfigData& revision,
+                                          const std::string& where) {
   try {
-    return autoscaler::config_from_data(data);
+    return autoscaler::config_from_data(cluster, revision);
   } catch (const ConfigError& e) {
     throw ConfigError(where + ": " + e.what());
   }
@@ -119,7 +122,7 @@ ServiceConfig parse_service(const std::string& source, const std::string& name, 
   if (!n.IsMap()) fail(source, n, base, "must be a mapping of settings (command, hosts, ...)");
   ServiceConfig s;
   s.name = name;
-  autoscaler::ConfigData scaling = gateway_scaling;
+  autoscaler::ConfigData scaling;
   for (const auto& kv : n) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
@@ -161,7 +164,7 @@ ServiceConfig parse_service(const std::string& source, const std::string& name, 
   }
   if (s.command.empty()) fail(source, n, base + ".command", "is required");
   if (s.hosts.empty()) s.hosts.push_back(name + ".localhost");
-  s.scaling = scaling_from(scaling, source + ": " + base);
+  s.scaling = scaling_from(gateway_scaling, scaling, source + ": " + base);
   return s;
 }
 
@@ -275,7 +278,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
     } else if (key == "autoscaler") {
       if (!v.IsMap()) fail(source, v, key, "must be a mapping of config-autoscaler keys");
       for (const auto& a : v) scaling[a.first.Scalar()] = scalar(source, a.second, key + "." + a.first.Scalar());
-      (void)scaling_from(scaling, source + ": autoscaler");
+      (void)scaling_from(scaling, {}, source + ": autoscaler");
     } else if (key == "services") {
       services = v;
     } else {
