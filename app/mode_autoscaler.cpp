@@ -44,10 +44,13 @@ constexpr std::string_view kHelp =
     "  observed               the trace's value at that second\n"
     "  stable, panic          the value averaged over the stable and the panic window\n"
     "  ready                  ready instances the decision saw\n"
-    "  desired                instances wanted (after min/max/initial scale and the zero grace period)\n"
+    "  desired                the scale applied: the decider's count after min/max/initial scale and\n"
+    "                         Knative's scale-to-zero timing (active a stable window, then the grace\n"
+    "                         period or pod retention); kept as it was while a revision is deactivated\n"
     "  excess_burst_capacity  spare capacity beyond target-burst-capacity (negative: too little)\n"
     "  buffer                 1 when requests must pass the cold-start buffer (Knative's activator)\n"
     "  mode                   stable, panic, or no-data\n"
+    "On stderr, when each instance count is reached: `t=70s 1 -> 0 instances (decider 0, inactive, ...)`.\n"
     "\n"
     "serve runs KEDA's external scaler (sluice-autoscaler, installed next to sluice); see\n"
     "'sluice autoscaler serve --help'.\n";
@@ -84,6 +87,11 @@ int simulate(Args args) {
   const auto rows = autoscaler::simulate(trace, config);
   const std::string csv = autoscaler::simulation_csv(rows);
   std::fwrite(csv.data(), 1, csv.size(), stdout);
+  bool ready_from_trace = false;
+  for (const auto& p : trace) ready_from_trace = ready_from_trace || p.ready.has_value();
+  const auto steps = autoscaler::scale_timeline(rows, ready_from_trace);
+  const std::string timeline = autoscaler::timeline_text(steps);
+  std::fwrite(timeline.data(), 1, timeline.size(), stderr);
   return 0;
 }
 

@@ -69,4 +69,29 @@ std::string simulation_csv(std::span<const SimulationRow> rows) {
   return out;
 }
 
+std::vector<ScaleStep> scale_timeline(std::span<const SimulationRow> rows, bool ready_from_trace) {
+  std::vector<ScaleStep> steps;
+  std::int32_t count = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Decision& d = rows[i].decision;
+    const std::int32_t now = ready_from_trace ? d.ready_pods : d.desired_pods;
+    if (i == 0 || now != count) {
+      steps.push_back({rows[i].time_s, i == 0 ? now : count, now, d});
+      count = now;
+    }
+  }
+  return steps;
+}
+
+std::string timeline_text(std::span<const ScaleStep> steps) {
+  std::string out;
+  for (const ScaleStep& s : steps) {
+    out += "t=" + std::to_string(s.time_s) + "s " + std::to_string(s.from) + " -> " + std::to_string(s.to) +
+           (s.to == 1 ? " instance" : " instances") + " (decider " + std::to_string(s.decision.decider_pods) +
+           ", " + activity_name(s.decision.activity) + (s.decision.buffer_in_path ? ", buffer in path" : "") +
+           (s.decision.panicking ? ", panic" : "") + ")\n";
+  }
+  return out;
+}
+
 }  // namespace sluice::autoscaler

@@ -33,4 +33,18 @@ inline constexpr std::string_view kSimulationCsvHeader =
 // the path; mode = stable, panic, or no-data.
 std::string simulation_csv(std::span<const SimulationRow> rows);
 
+// When each instance count is reached: the first row, then every row where the count changes. The count
+// is the ready column when the trace gives one, else the scale the KPA applied (instances assumed ready
+// as soon as wanted).
+struct ScaleStep {
+  std::int64_t time_s = 0;
+  std::int32_t from = 0;
+  std::int32_t to = 0;
+  Decision decision;  // the decision of that row
+};
+std::vector<ScaleStep> scale_timeline(std::span<const SimulationRow> rows, bool ready_from_trace);
+
+// One line per step: `t=70s 1 -> 0 instances (decider 0, inactive, buffer in path)`.
+std::string timeline_text(std::span<const ScaleStep> steps);
+
 }  // namespace sluice::autoscaler

@@ -95,5 +95,47 @@ TEST(Simulator, CsvHasTheDocumentedColumns) {
             "0,35,35,35,1,1,-146,1,stable\n");  // ceil(35 / 70) = 1; floor(100 − 211 − 35) = −146
 }
 
+TEST(Simulator, TimelineSaysWhenEachInstanceCountIsReached) {
+  const auto config = config_from_data(
+      parse_config_text(read(STEP_TRACE_DIR "/step_config.txt"), "step_config.txt"));
+  const auto trace = parse_trace(read(STEP_TRACE_DIR "/step_trace.csv"), "step_trace.csv");
+  const auto rows = simulate(trace, config);
+  // From step_trace_expected.h's desired column: 1 at t=0, 3 at 10, 5 at 12, down 4, 3, 2, 1 from 22,
+  // 0 at 30 (Knative's deactivation with the buffer long in the path), 1 at the poke (43), 2 at 44.
+  EXPECT_EQ(timeline_text(scale_timeline(rows, false)),
+            "t=0s 1 -> 1 instance (decider 1, active, buffer in path)\n"
+            "t=10s 1 -> 3 instances (decider 3, active, buffer in path, panic)\n"
+            "t=12s 3 -> 5 instances (decider 5, active, buffer in path, panic)\n"
+            "t=22s 5 -> 4 instances (decider 4, active, buffer in path)\n"
+            "t=24s 4 -> 3 instances (decider 3, active, buffer in path)\n"
+            "t=26s 3 -> 2 instances (decider 2, active, buffer in path)\n"
+            "t=28s 2 -> 1 instance (decider 1, active, buffer in path)\n"
+            "t=30s 1 -> 0 instances (decider 0, inactive, buffer in path)\n"
+            "t=43s 0 -> 1 instance (decider 1, activating, buffer in path)\n"
+            "t=44s 1 -> 2 instances (decider 2, active, buffer in path, panic)\n");
+}
+
+TEST(Simulator, KnativeDefaultsIdleRevisionReachesZeroAStableWindowAfterItsLastRequest) {
+  // The README's trace: Knative's defaults, one pod's worth of load (70) for 20 s, then nothing.
+  // Knative: active since t=0; the decider wants 0 once the stable window (60 s) holds no load: t=80
+  // (the last load at t=19, the window 21..80 empty); active ≥ 60 s, so deactivated; the activator has
+  // been in the path all along (1 × 100 − 211 < 0), ≥ the 30 s grace period: zero at t=80.
+  const auto rows = simulate(parse_trace("0,70\n20,0\n90,0\n"), AutoscalerConfig{});
+  const auto steps = scale_timeline(rows, false);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[1].time_s, 80);
+  EXPECT_EQ(steps[1].to, 0);
+  // With target-burst-capacity 0 the activator leaves the path while pods are wanted, enters it at the
+  // deactivation (t=80), and zero follows the grace period later: t=110; the instance is kept until then.
+  AutoscalerConfig tbc0;
+  tbc0.target_burst_capacity = 0;
+  const auto rows0 = simulate(parse_trace("0,70\n20,0\n120,0\n"), tbc0);
+  const auto steps0 = scale_timeline(rows0, false);
+  ASSERT_EQ(steps0.size(), 2u);
+  EXPECT_EQ(steps0[1].time_s, 110);
+  EXPECT_EQ(steps0[1].from, 1);
+  EXPECT_EQ(steps0[1].to, 0);
+}
+
 }  // namespace
 }  // namespace sluice::autoscaler
