@@ -261,8 +261,12 @@ void RevisionScaler::feed(Clock::time_point now) {
   }
   const auto ready = static_cast<std::int32_t>(answered.size());
   if (kpa_ && generation != kpa_generation_) {
-    log::info("autoscaling settings changed: the KPA starts over").kv("name", labels_.name);
-    kpa_.reset();
+    // In place, as Knative updates a running decider and metric: the windows are resized keeping their
+    // history; panic state and the scale-to-zero timing carry on.
+    log::info("autoscaling settings changed: the KPA takes them in place").kv("name", labels_.name);
+    kpa_->update(config, now);
+    kpa_generation_ = generation;
+    metric_ = config.metric;
   }
   bool fresh = false;
   if (!kpa_) {

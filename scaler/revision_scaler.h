@@ -56,7 +56,8 @@ class RevisionScaler : public std::enable_shared_from_this<RevisionScaler> {
   void stop();
   bool forgotten() const { return forgotten_; }
   bool stopped() const { return stopped_; }
-  // New metadata: new addresses apply from the next round; changed autoscaling keys restart the KPA.
+  // New metadata: new addresses apply from the next round; changed autoscaling keys update the KPA in
+  // place (resized windows keep their history).
   void update(ScaledObjectSettings settings);
   // The latest decision, waiting up to `wait` for the first one.
   Published wait_decision(milliseconds wait);

@@ -28,7 +28,7 @@ using Metadata = std::map<std::string, std::string, std::less<>>;
 struct ScaledObjectSettings {
   std::vector<SidecarAddress> sidecars;
   autoscaler::AutoscalerConfig config;
-  // The autoscaling keys as given (prefix removed): a change of these restarts the KPA's history.
+  // The autoscaling keys as given (prefix removed): a change of these updates the KPA in place.
   autoscaler::ConfigData autoscaling;
 };
 

@@ -124,7 +124,13 @@ Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_co
     s->throttling = throttling_on(config, sc) && runtime.throttle().kind != runtime::ThrottleKind::none;
     s->scale_to_zero = scale_to_zero_on(config, sc);
     s->h2c = h2c_upstream_on(config, sc);
-    s->kpa = std::make_unique<autoscaler::Kpa>(sc.scaling, 0, now);
+    auto scaling = sc.scaling;
+    // Knative gives up on a revision stuck activating after its progress deadline + 30 s; the gateway's
+    // start deadline plays the progress deadline's part.
+    scaling.activation_timeout = std::chrono::duration_cast<autoscaler::Duration>(sc.start_deadline) + 30s;
+    s->kpa = std::make_unique<autoscaler::Kpa>(scaling, 0, now);
+    // start() brings the service to its initial scale itself (as Knative creates the Deployment with it).
+    s->kpa->set_scale(std::max(sc.scaling.min_scale, sc.scaling.initial_scale));
     s->integral_since = now;
     s->stat_since = now;
     if (sc.is_default) default_ = s.get();
@@ -619,7 +625,13 @@ void Fleet::decide(Service& s, Clock::time_point now) {
   if (d.desired_pods != s.desired)
     log::info("scale").kv("event", "scale").kv("service", s.config.name).kv("from", s.desired)
         .kv("to", d.desired_pods).kv("ready", ready).kv("observed_stable", d.observed_stable)
-        .kv("observed_panic", d.observed_panic).kv("panicking", d.panicking);
+        .kv("observed_panic", d.observed_panic).kv("panicking", d.panicking)
+        .kv("decider", d.decider_pods).kv("activity", autoscaler::activity_name(d.activity));
+  if (d.activity != s.activity)
+    log::info("revision " + std::string(autoscaler::activity_name(d.activity)))
+        .kv("event", "activity").kv("service", s.config.name).kv("activity", autoscaler::activity_name(d.activity))
+        .kv("desired", d.desired_pods).kv("ready", ready).kv("buffer_in_path", d.buffer_in_path);
+  s.activity = d.activity;
   s.desired = d.desired_pods;
   scale(s, d.desired_pods);
 }

@@ -111,6 +111,7 @@ class Fleet final : public proxy::Backends {
     std::uint64_t arrivals = 0;
     double last_rps = 0, last_concurrency = 0;
     std::int32_t desired = 0;
+    autoscaler::Activity activity = autoscaler::Activity::activating;  // the KPA's, as last logged
     std::string failed_reason;  // the last start failure; requests get 503 with it until a retry
     Clock::time_point retry_at;
     int failures = 0;           // consecutive start failures, for the retry back-off

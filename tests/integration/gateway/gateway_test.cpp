@@ -189,7 +189,10 @@ TEST(Gateway, ScalesOutToSeveralInstancesUnderLoadWithConcurrencyOne) {
   EXPECT_NE(gw.process->stdout_text().find("\"event\":\"scale\""), std::string::npos);
 }
 
-TEST(Gateway, ScalesToZeroAfterTheGracePeriod) {
+TEST(Gateway, ScalesToZeroAStableWindowAfterTheLastRequest) {
+  // Knative's timing (kpa/scaler.go): deactivated once active a stable window (6 s) and the decider wants
+  // 0 (a stable window without traffic); the cold-start buffer was in the path all along (default
+  // target-burst-capacity 211 > one instance's 100), longer than the 1 s grace period: zero at once.
   TempFile cfg("sluice-gw.yaml", std::string("services:\n  app:\n    command: ") + DEMO_APP_BIN +
                                      "\n    validate: false\n    stable-window: 6s\n"
                                      "    scale-to-zero-grace-period: 1s\n");
@@ -199,12 +202,40 @@ TEST(Gateway, ScalesToZeroAfterTheGracePeriod) {
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(eventually([&] { return gw.instances("") == 0; }, 40s)) << gw.process->stdout_text();
   auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // Not before the stable window has seen no traffic.
-  EXPECT_GE(waited, 4.0);
+  // Not before the stable window has seen no traffic (slack: the 1 s stat bucket of the request).
+  EXPECT_GE(waited, 4.5);
   EXPECT_NE(gw.process->stdout_text().find("\"to\":0"), std::string::npos);
   // And back from zero on the next request.
   EXPECT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
   EXPECT_EQ(gw.number("cold_starts"), 2);
+}
+
+TEST(Gateway, WithTheBufferOutOfThePathTheInstanceStaysForTheGracePeriodAfterDeactivation) {
+  // target-burst-capacity 0: the buffer leaves the path while instances are wanted and goes back in at
+  // deactivation; Knative then keeps the replicas as they are (no drop first) until the buffer has been
+  // in the path for the grace period: zero a stable window (6 s) + the grace period (4 s) after the load.
+  TempFile cfg("sluice-gw.yaml", std::string("services:\n  app:\n    command: ") + DEMO_APP_BIN +
+                                     "\n    validate: false\n    stable-window: 6s\n"
+                                     "    scale-to-zero-grace-period: 4s\n    target-burst-capacity: 0\n");
+  Gateway gw({"--config", cfg.path()});
+  ASSERT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
+  auto t0 = std::chrono::steady_clock::now();
+  // Deactivation: an "inactive" activity line after the "active" one of the request's instance.
+  const auto deactivation_logged = [&] {
+    bool active = false;
+    for (const auto& l : gw.process->lines()) {
+      if (l.find("\"activity\":\"active\"") != std::string::npos) active = true;
+      if (active && l.find("\"activity\":\"inactive\"") != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(eventually(deactivation_logged, 20s)) << gw.process->stdout_text();
+  const auto deactivated = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(gw.instances(""), 1u) << "deactivated, but the instance is kept through the grace period";
+  ASSERT_TRUE(eventually([&] { return gw.instances("") == 0; }, 30s)) << gw.process->stdout_text();
+  auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, 4.5 + 4.0);
+  EXPECT_GE(waited - deactivated, 3.0);  // the grace period, less a 2 s decision tick of slack
 }
 
 // CPU ticks (user + system) of a process, from /proc/PID/stat.
