@@ -1,13 +1,14 @@
-// Wiring of the per-service autoscaler: a multiscaler tick (decider on valid metrics only), then the
-// reconciler (bounds, scale-to-zero timing, buffer, Active condition), once more when the Active
-// condition changed, as Knative's reconciler runs again on its own status change.
+// Wiring of the per-service autoscaler: a multiscaler tick (decider on valid metrics only), then
+// the reconciler (bounds, scale-to-zero timing, buffer, Active condition), once more when the
+// Active condition changed, as Knative's reconciler runs again on its own status change.
 #include "autoscaler/kpa.h"
 
 #include <cmath>
 
 namespace sluice::autoscaler {
 
-std::int32_t initial_excess_burst_capacity(const AutoscalerConfig& config, const DeciderSpec& spec) {
+std::int32_t initial_excess_burst_capacity(const AutoscalerConfig& config,
+                                           const DeciderSpec& spec) {
   const double tbc = spec.target_burst_capacity;
   if (tbc == -1 || tbc == 0) return static_cast<std::int32_t>(tbc);
   // Go's int32(float) conversion truncates.
@@ -30,8 +31,8 @@ bool Kpa::record(TimePoint now, const Stat& stat) {
 
 void Kpa::update(const AutoscalerConfig& config, TimePoint now) {
   if (config.aggregation != config_.aggregation) {
-    // Knative keeps a metric's averaging from its creation; here a changed algorithm takes effect with
-    // fresh windows (the decider and the reconciler keep their state).
+    // Knative keeps a metric's averaging from its creation; here a changed algorithm takes effect
+    // with fresh windows (the decider and the reconciler keep their state).
     metrics_ = RevisionMetrics(config);
   } else {
     metrics_.resize(config.stable_window, panic_window(config), now);

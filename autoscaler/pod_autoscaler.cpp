@@ -1,5 +1,6 @@
-// The KPA reconciler's state machine. Knative re-enqueues the PodAutoscaler for the moment a timer runs
-// out; sluice re-evaluates on every decision tick instead, which reaches the same outcome at the tick.
+// The KPA reconciler's state machine. Knative re-enqueues the PodAutoscaler for the moment a timer
+// runs out; sluice re-evaluates on every decision tick instead, which reaches the same outcome at
+// the tick.
 #include "autoscaler/pod_autoscaler.h"
 
 #include <algorithm>
@@ -8,9 +9,12 @@ namespace sluice::autoscaler {
 
 const char* activity_name(Activity a) {
   switch (a) {
-    case Activity::activating: return "activating";
-    case Activity::active: return "active";
-    case Activity::inactive: return "inactive";
+    case Activity::activating:
+      return "activating";
+    case Activity::active:
+      return "active";
+    case Activity::inactive:
+      return "inactive";
   }
   return "?";
 }
@@ -33,7 +37,9 @@ void PodAutoscaler::mark(Activity a, TimePoint now) {
 }
 
 // pa.ScaleBounds: an unreachable revision (no route sends it traffic) has no minimum.
-std::int32_t PodAutoscaler::min_scale() const { return config_.reachable ? config_.min_scale : 0; }
+std::int32_t PodAutoscaler::min_scale() const {
+  return config_.reachable ? config_.min_scale : 0;
+}
 
 // kpa.go activeThreshold: the ready pods that make the revision active.
 std::int32_t PodAutoscaler::active_threshold() const {
@@ -44,8 +50,10 @@ std::int32_t PodAutoscaler::active_threshold() const {
 ScaleOutcome PodAutoscaler::scale(TimePoint now, std::int32_t desired) const {
   if (desired < 0 && activity_ != Activity::activating) return {desired, false};  // no metrics yet
   std::int32_t lo = min_scale();
-  // Until the initial scale was reached once it is a minimum, unless nothing routes to the revision.
-  if (config_.initial_scale > 1 && !initialized_ && config_.reachable) lo = std::max(lo, config_.initial_scale);
+  // Until the initial scale was reached once it is a minimum, unless nothing routes to the
+  // revision.
+  if (config_.initial_scale > 1 && !initialized_ && config_.reachable)
+    lo = std::max(lo, config_.initial_scale);
   if (desired < lo) desired = lo;
   if (config_.max_scale != 0 && desired > config_.max_scale) desired = config_.max_scale;
   return handle_scale_to_zero(now, desired);
@@ -66,12 +74,15 @@ ScaleOutcome PodAutoscaler::handle_scale_to_zero(TimePoint now, std::int32_t des
       if (in_state >= config_.stable_window) return {0, false};
       return {1, true};
     case Activity::inactive: {
-      const Duration retention = config_.reachable ? config_.scale_to_zero_pod_retention_period : Duration::zero();
+      const Duration retention =
+          config_.reachable ? config_.scale_to_zero_pod_retention_period : Duration::zero();
       if (in_state >= std::max(config_.scale_to_zero_grace_period, retention)) return {0, true};
       // The retention period is a hard deadline, whatever the buffer does.
       if (retention > Duration::zero() && in_state < retention) return {0, false};
-      // The buffer has been in the path for the grace period already: requests no longer reach the pods.
-      if (config_.scale_to_zero_grace_period - buffer_in_path_for(now) <= Duration::zero()) return {0, true};
+      // The buffer has been in the path for the grace period already: requests no longer reach the
+      // pods.
+      if (config_.scale_to_zero_grace_period - buffer_in_path_for(now) <= Duration::zero())
+        return {0, true};
       return {0, false};
     }
   }
@@ -80,7 +91,8 @@ ScaleOutcome PodAutoscaler::handle_scale_to_zero(TimePoint now, std::int32_t des
 
 bool PodAutoscaler::observe(TimePoint now, std::int32_t want, std::int32_t excess_burst_capacity,
                             std::int32_t ready_pods) {
-  // kpa.go: the buffer leaves the path only when pods are wanted and a burst fits in the spare capacity.
+  // kpa.go: the buffer leaves the path only when pods are wanted and a burst fits in the spare
+  // capacity.
   const bool serve = want > 0 && excess_burst_capacity >= 0;
   if (serve) {
     buffer_since_.reset();

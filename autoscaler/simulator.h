@@ -21,8 +21,8 @@ struct SimulationRow {
 
 // Every second from the first to the last trace time, the trace's value is recorded as the merged stat
 // (concurrency and requests/s alike; the config's metric picks which one scales). A decision is made every
-// tick interval from the start, and at once on a poke (requests while scaled to zero). Ready instances
-// come from the trace's ready column, or else follow the previous decision instantly.
+// tick interval from the start, and at once on a poke (requests while the decider wants zero). Ready
+// instances come from the trace's ready column, or else follow the applied scale instantly.
 std::vector<SimulationRow> simulate(std::span<const TracePoint> trace, const AutoscalerConfig& config);
 
 inline constexpr std::string_view kSimulationCsvHeader =

@@ -1,13 +1,15 @@
-// The KPA reconciler's scale(): Knative's own tables (pkg/reconciler/autoscaling/kpa/scaler_test.go,
-// TestScaler and TestDisableScaleToZero) with the same inputs and expected outputs, and the Active
-// condition table of kpa.go (computeActiveCondition).
+// The KPA reconciler's scale(): Knative's own tables
+// (pkg/reconciler/autoscaling/kpa/scaler_test.go, TestScaler and TestDisableScaleToZero) with the
+// same inputs and expected outputs, and the Active condition table of kpa.go
+// (computeActiveCondition).
 //
 // Knative's inputs: config-autoscaler of kpa_test.go (stable window 5 min, grace period 60 s,
 // target-burst-capacity 200), progress deadline 121 s (+30 s: activation timeout 151 s), a revision
 // window annotation of 45 s where a row says "custom PA window". A row's `scaling` is Knative's
-// wantScaling: the scale target is patched, i.e. the scale is applied and differs from startReplicas.
-// Not reproduced: the enqueue-callback counts (sluice re-evaluates every tick instead of re-enqueueing)
-// and the two activator-prober failure rows (sluice's cold-start buffer is in-process, never probed).
+// wantScaling: the scale target is patched, i.e. the scale is applied and differs from
+// startReplicas. Not reproduced: the enqueue-callback counts (sluice re-evaluates every tick
+// instead of re-enqueueing) and the two activator-prober failure rows (sluice's cold-start buffer
+// is in-process, never probed).
 #include "autoscaler/pod_autoscaler.h"
 
 #include <gtest/gtest.h>
@@ -49,14 +51,21 @@ struct Row {
   std::int32_t max_scale = 0;
   std::int32_t want_replicas;
   bool want_scaling;
-  // The PodAutoscaler's state as the row sets it (paMarkActive/Inactive/Activating, SKS proxy for ...).
+  // The PodAutoscaler's state as the row sets it (paMarkActive/Inactive/Activating, SKS proxy for
+  // ...).
   std::function<void(PodAutoscaler&)> pa;
   std::function<void(AutoscalerConfig&)> config;
 };
 
-void active_since(PodAutoscaler& pa, TimePoint t) { pa.set_activity(Activity::active, t); }
-void inactive_since(PodAutoscaler& pa, TimePoint t) { pa.set_activity(Activity::inactive, t); }
-void activating_since(PodAutoscaler& pa, TimePoint t) { pa.set_activity(Activity::activating, t); }
+void active_since(PodAutoscaler& pa, TimePoint t) {
+  pa.set_activity(Activity::active, t);
+}
+void inactive_since(PodAutoscaler& pa, TimePoint t) {
+  pa.set_activity(Activity::inactive, t);
+}
+void activating_since(PodAutoscaler& pa, TimePoint t) {
+  pa.set_activity(Activity::activating, t);
+}
 
 void run(const std::vector<Row>& rows, const std::function<void(AutoscalerConfig&)>& base = {}) {
   for (const Row& row : rows) {
@@ -67,7 +76,8 @@ void run(const std::vector<Row>& rows, const std::function<void(AutoscalerConfig
     config.max_scale = row.max_scale;
     if (row.config) row.config(config);
     PodAutoscaler pa(config, kNow);
-    // Knative's test SKS is in serve mode with no activator endpoints: the buffer is not in the path.
+    // Knative's test SKS is in serve mode with no activator endpoints: the buffer is not in the
+    // path.
     pa.set_buffer_in_path_since(std::nullopt);
     if (row.pa) row.pa(pa);
     const ScaleOutcome out = pa.scale(kNow, row.scale_to);
@@ -96,15 +106,16 @@ TEST(PodAutoscaler, KnativeTestScalerTable) {
        }},
       {"waits to scale to zero after idle period (custom PA window)", 1, 0, 0, 0, 0, false,
        [](auto& pa) { active_since(pa, kNow - kPaStableWindow); }, window45},
-      // The revision's retention annotation "0" overrides the ConfigMap's 2 × grace: 0 is what applies.
+      // The revision's retention annotation "0" overrides the ConfigMap's 2 × grace: 0 is what
+      // applies.
       {"can scale to zero after grace period, but 0 PA retention", 1, 0, 0, 0, 0, true,
        [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
        [](auto& c) { c.scale_to_zero_pod_retention_period = 0s; }},
-      {"can't scale to zero after grace period, but before last pod retention", 1, 0, 0, 0, 0, false,
-       [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
+      {"can't scale to zero after grace period, but before last pod retention", 1, 0, 0, 0, 0,
+       false, [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
        [](auto& c) { c.scale_to_zero_pod_retention_period = 2 * kGracePeriod; }},
-      {"can't scale to zero after grace period, but before last pod retention, pa defined", 1, 0, 0, 0, 0, false,
-       [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
+      {"can't scale to zero after grace period, but before last pod retention, pa defined", 1, 0, 0,
+       0, 0, false, [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
        [](auto& c) { c.scale_to_zero_pod_retention_period = 2 * kGracePeriod; }},
       {"scale to zero after grace period, and after last pod retention", 1, 0, 0, 0, 0, true,
        [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
@@ -118,8 +129,9 @@ TEST(PodAutoscaler, KnativeTestScalerTable) {
          inactive_since(pa, kNow - kGracePeriod + 1s);
          pa.set_buffer_in_path_since(kNow - (kGracePeriod - 1s));
        }},
-      {"waits to scale to zero (just before grace period, sks in proxy long) and last pod timeout positive", 1,
-       0, 0, 0, 0, true,
+      {"waits to scale to zero (just before grace period, sks in proxy long) and last pod timeout "
+       "positive",
+       1, 0, 0, 0, 0, true,
        [](auto& pa) {
          inactive_since(pa, kNow - kGracePeriod + 1s);
          pa.set_buffer_in_path_since(kNow - kGracePeriod);
@@ -133,8 +145,8 @@ TEST(PodAutoscaler, KnativeTestScalerTable) {
       {"scale to zero with TBC=-1", 1, 0, 0, 0, 0, true,
        [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
        [](auto& c) { c.target_burst_capacity = -1; }},
-      {"waits to scale to zero while activating until after deadline exceeded", 1, 0, 0, 0, -1, false,
-       [](auto& pa) { activating_since(pa, kNow - kActivationTimeout / 2); }},
+      {"waits to scale to zero while activating until after deadline exceeded", 1, 0, 0, 0, -1,
+       false, [](auto& pa) { activating_since(pa, kNow - kActivationTimeout / 2); }},
       {"scale to zero while activating after deadline exceeded", 1, 0, 0, 0, 0, true,
        [](auto& pa) { activating_since(pa, kNow - (kActivationTimeout + 1s)); }},
       // The revision's progress deadline of 5 s: activation timeout 5 s + 30 s.
@@ -158,7 +170,8 @@ TEST(PodAutoscaler, KnativeTestScalerTable) {
          c.reachable = false;
        }},
       {"ignore minScale if unreachable", 10, 0, 2, 0, 0, true,
-       [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); }, [](auto& c) { c.reachable = false; }},
+       [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); },
+       [](auto& c) { c.reachable = false; }},
       // Reachability unknown counts as reachable (only "unreachable" lifts min-scale).
       {"observe minScale if reachability unknown", 10, 0, 2, 0, 2, true,
        [](auto& pa) { inactive_since(pa, kNow - kGracePeriod); }},
@@ -171,18 +184,20 @@ TEST(PodAutoscaler, KnativeTestScalerTable) {
        [](auto& pa) { inactive_since(pa, kNow); }},
       {"scales up from zero to desired one", 0, 1, 0, 0, 1, true, {}},
       {"scales up from zero to desired high scale", 0, 10, 0, 0, 10, true, {}},
-      {"negative scale does not scale", 12, -1, 0, 0, -1, false, [](auto& pa) { active_since(pa, kNow); }},
+      {"negative scale does not scale", 12, -1, 0, 0, -1, false,
+       [](auto& pa) { active_since(pa, kNow); }},
       {"initial scale attained, but now time to scale down", 2, 0, 0, 0, 1, true,
        [](auto& pa) {
          active_since(pa, kNow - 2min);
          pa.set_scale_target_initialized();
        },
        [](auto& c) { c.initial_scale = 2; }},
-      {"haven't scaled to initial scale, override desired scale with initial scale", 0, 1, 0, 0, 2, true,
-       [](auto& pa) { activating_since(pa, kNow); }, [](auto& c) { c.initial_scale = 2; }},
+      {"haven't scaled to initial scale, override desired scale with initial scale", 0, 1, 0, 0, 2,
+       true, [](auto& pa) { activating_since(pa, kNow); }, [](auto& c) { c.initial_scale = 2; }},
       {"initial scale reached for the first time", 5, 1, 0, 0, 5, false,
        [](auto& pa) { activating_since(pa, kNow); }, [](auto& c) { c.initial_scale = 5; }},
-      {"reaching initial scale zero", 0, 0, 0, 0, 0, false, [](auto& pa) { inactive_since(pa, kNow); },
+      {"reaching initial scale zero", 0, 0, 0, 0, 0, false,
+       [](auto& pa) { inactive_since(pa, kNow); },
        [](auto& c) {
          c.allow_zero_initial_scale = true;
          c.initial_scale = 0;
@@ -203,12 +218,14 @@ TEST(PodAutoscaler, KnativeTestDisableScaleToZero) {
       {
           {"EnableScaleToZero == false and minScale == 0", 10, 0, 0, 0, 1, true, active_now},
           {"EnableScaleToZero == false and minScale == 2", 10, 0, 2, 0, 2, true, active_now},
-          {"EnableScaleToZero == false and desire pod is -1(initial value)", 10, -1, 0, 0, -1, false, active_now},
+          {"EnableScaleToZero == false and desire pod is -1(initial value)", 10, -1, 0, 0, -1,
+           false, active_now},
       },
       disabled);
 }
 
-// kpa.go computeActiveCondition's table (want, ready vs. the active threshold, current status → new).
+// kpa.go computeActiveCondition's table (want, ready vs. the active threshold, current status →
+// new).
 TEST(PodAutoscaler, ActiveConditionFollowsKnativesTable) {
   struct Case {
     std::int32_t want, ready;
@@ -216,10 +233,14 @@ TEST(PodAutoscaler, ActiveConditionFollowsKnativesTable) {
   };
   // Initialized, min-scale 0: the threshold is 1 ready pod.
   const Case cases[] = {
-      {0, 3, Activity::active, Activity::inactive},          {2, 0, Activity::inactive, Activity::activating},
-      {2, 1, Activity::activating, Activity::active},        {-1, 0, Activity::inactive, Activity::inactive},
-      {-1, 0, Activity::activating, Activity::activating},   {-1, 0, Activity::active, Activity::activating},
-      {-1, 1, Activity::inactive, Activity::inactive},       {-1, 1, Activity::activating, Activity::active},
+      {0, 3, Activity::active, Activity::inactive},
+      {2, 0, Activity::inactive, Activity::activating},
+      {2, 1, Activity::activating, Activity::active},
+      {-1, 0, Activity::inactive, Activity::inactive},
+      {-1, 0, Activity::activating, Activity::activating},
+      {-1, 0, Activity::active, Activity::activating},
+      {-1, 1, Activity::inactive, Activity::inactive},
+      {-1, 1, Activity::activating, Activity::active},
       {-1, 1, Activity::active, Activity::active},
   };
   for (const Case& c : cases) {
@@ -233,8 +254,8 @@ TEST(PodAutoscaler, ActiveConditionFollowsKnativesTable) {
     // The transition time moves only on a change.
     EXPECT_EQ(pa.activity_since(), c.before == c.after ? kNow - 1h : kNow);
   }
-  // Not yet initialized, initial scale 0: the threshold is 0, so the revision is inactive at once (and
-  // initialized); later the threshold is 1.
+  // Not yet initialized, initial scale 0: the threshold is 0, so the revision is inactive at once
+  // (and initialized); later the threshold is 1.
   AutoscalerConfig zero = knative_test_config();
   zero.allow_zero_initial_scale = true;
   zero.initial_scale = 0;
