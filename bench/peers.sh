@@ -1,0 +1,486 @@
+#!/usr/bin/env bash
+# bench/peers.sh: sluice against its peers (nginx, HAProxy, h2o) and the direct path, each proxy with one
+# worker on the same pinned core, in front of the same backend (sluice-demo-app, HTTP/1.1 keep-alive).
+# For every scenario (HTTP/1.1 keep-alive c50/c256, h2c, h2 over TLS, HTTP/1.1 over TLS, a 1 MiB response,
+# a 1 MiB upload) it runs wrk or h2load against each target in turn for --rounds rounds, then prints the
+# medians of rps, p50/p99, proxy CPU per request and RSS, idle RSS, and every figure as a ratio to the best
+# peer of the same run (also in bench/out/results.txt). Everything listens on 127.0.0.1; everything started
+# here is stopped on exit. bench/run.sh and bench/h2.sh are shorthands for subsets. See bench/README.md.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=$ROOT/bench
+OUT=$BENCH/out
+BIN_DIR=$ROOT/build/release
+ROUNDS=3
+DURATION=10
+WARMUP=2
+IDLE=2
+BASE_PORT=18000
+TARGETS="direct nginx haproxy h2o sluice"
+PEERS="nginx haproxy h2o"  # the proxies sluice is compared with ("best peer" = best of these)
+BUILD=0
+PIN=1
+COPIES=0
+
+# One scenario per line: name, load generator, listener (h1 = cleartext HTTP/1.1; h2c = cleartext HTTP/2
+# by prior knowledge; tls = the TLS port, ALPN h2 with h2load, HTTP/1.1 with wrk, which offers no ALPN),
+# the generator's arguments (comma-separated), path. @POST_LUA@ is bench/post-1m.lua.
+SCENARIO_TABLE='
+h1-c50    wrk     h1   -c50                  /
+h1-c256   wrk     h1   -c256                 /
+h2c       h2load  h2c  -c50,-m10             /
+h2-tls    h2load  tls  -c50,-m10             /
+h1-tls    wrk     tls  -c50                  /
+get-1m    wrk     h1   -c50                  /bytes/1048576
+post-1m   wrk     h1   -c50,-s,@POST_LUA@    /sink
+'
+SCENARIOS=$(awk 'NF { printf "%s%s", sep, $1; sep = " " }' <<<"$SCENARIO_TABLE")
+
+usage() {
+  cat <<EOF
+usage: bench/peers.sh [--rounds N] [--duration S] [--warmup S] [--idle S] [--base-port P]
+                      [--targets "$TARGETS"] [--scenarios "..."] [--bin-dir DIR]
+                      [--no-sluice] [--no-pin] [--build] [--copies N]
+  --rounds N       runs per target and scenario, alternating targets; medians reported (default $ROUNDS)
+  --duration S     seconds per run, e.g. 10 or 10s (default $DURATION)
+  --warmup S       unmeasured run per target before each scenario's rounds (default $WARMUP; 0 = none)
+  --idle S         idle window after start-up for idle CPU and RSS (default $IDLE)
+  --base-port P    backend on P; nginx P+10.., haproxy P+20.., h2o P+30.., sluice P+40.. (default $BASE_PORT)
+  --targets L      any of direct nginx haproxy h2o sluice (default "$TARGETS")
+  --scenarios L    any of: $SCENARIOS (default: all)
+  --bin-dir DIR    where app/sluice and demo/sluice-demo-app are (default \$ROOT/build/release)
+  --no-sluice      drop sluice from the targets
+  --no-pin         do not pin processes to CPUs
+  --build          run 'cmake --preset release && cmake --build --preset release' first
+  --copies N       instead of timing: count user-space copies of body bytes in each proxy (perf uprobes
+                   on libc's memmove/memcpy) over N requests of 1 MiB per protocol and direction (root)
+Scenarios:$(sed 's/^/  /' <<<"$SCENARIO_TABLE")
+EOF
+}
+
+die() { echo "peers.sh: $*" >&2; exit 1; }
+seconds() { # 10, 10s or 1m -> whole seconds
+  case $1 in
+    *m) echo $(( ${1%m} * 60 )) ;;
+    *s) echo "${1%s}" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --duration) DURATION=$(seconds "$2"); shift 2 ;;
+    --warmup) WARMUP=$(seconds "$2"); shift 2 ;;
+    --idle) IDLE=$(seconds "$2"); shift 2 ;;
+    --base-port) BASE_PORT=$2; shift 2 ;;
+    --targets) TARGETS=${2//,/ }; shift 2 ;;
+    --scenarios) SCENARIOS=${2//,/ }; shift 2 ;;
+    --bin-dir) BIN_DIR=$(cd "$2" && pwd) || die "--bin-dir: no directory '$2'"; shift 2 ;;
+    --no-sluice) TARGETS=${TARGETS//sluice/}; shift ;;
+    --no-pin) PIN=0; shift ;;
+    --build) BUILD=1; shift ;;
+    --copies) COPIES=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "peers.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+TARGETS=$(xargs <<<"$TARGETS")
+has_target() { [[ " $TARGETS " == *" $1 "* ]]; }
+
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "--rounds: '$ROUNDS' is not a positive integer"
+[[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "--duration: not like 10, 10s or 1m"
+[[ $WARMUP =~ ^[0-9]+$ && $IDLE =~ ^[0-9]+$ ]] || die "--warmup / --idle: not like 2 or 2s"
+[[ $COPIES =~ ^[0-9]+$ ]] || die "--copies: '$COPIES' is not a number"
+[[ $BASE_PORT =~ ^[0-9]+$ && $BASE_PORT -ge 1024 && $BASE_PORT -le 65000 ]] \
+  || die "--base-port: '$BASE_PORT' is not in [1024, 65000]"
+for t in $TARGETS; do
+  [[ " direct nginx haproxy h2o sluice " == *" $t "* ]] || die "--targets: unknown target '$t'"
+done
+declare -A SC_TOOL SC_LISTENER SC_ARGS SC_PATH
+while read -r name tool listener args path; do
+  [[ -n $name ]] || continue
+  SC_TOOL[$name]=$tool SC_LISTENER[$name]=$listener SC_ARGS[$name]=${args//@POST_LUA@/$BENCH/post-1m.lua}
+  SC_PATH[$name]=$path
+done <<<"$SCENARIO_TABLE"
+for s in $SCENARIOS; do [[ -n ${SC_TOOL[$s]:-} ]] || die "--scenarios: unknown scenario '$s'"; done
+uses() { # uses LISTENER-or-TOOL: does a chosen scenario use it?
+  local s
+  for s in $SCENARIOS; do [[ ${SC_LISTENER[$s]} == "$1" || ${SC_TOOL[$s]} == "$1" ]] && return 0; done
+  return 1
+}
+
+# --- prerequisites ---------------------------------------------------------------------------------
+if ((BUILD)); then (cd "$ROOT" && cmake --preset release && cmake --build --preset release); fi
+DEMO_SRC=$BIN_DIR/demo/sluice-demo-app
+SLUICE_SRC=$BIN_DIR/app/sluice
+[[ -x $DEMO_SRC ]] || die "missing $DEMO_SRC: build it (cmake --preset release &&" \
+  "cmake --build --preset release) or pass --bin-dir"
+if has_target sluice; then [[ -x $SLUICE_SRC ]] || die "missing $SLUICE_SRC (or pass --no-sluice)"; fi
+declare -A PACKAGE_OF=([wrk]=wrk [h2load]=nghttp2-client [nginx]=nginx-light [haproxy]=haproxy [h2o]=h2o)
+missing=()
+for tool in wrk h2load nginx haproxy h2o; do
+  if [[ $tool == wrk || $tool == h2load ]]; then uses "$tool" || continue; else has_target "$tool" || continue; fi
+  command -v "$tool" >/dev/null || missing+=("${PACKAGE_OF[$tool]}")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them"
+  echo "peers.sh: installing ${missing[*]}" >&2
+  apt-get install -y "${missing[@]}" >/dev/null
+fi
+for tool in curl taskset getconf openssl; do command -v $tool >/dev/null || die "missing $tool"; done
+if ((COPIES)); then
+  for tool in perf h2load; do command -v $tool >/dev/null || die "--copies needs $tool"; done
+  TARGETS=${TARGETS//direct/}  # copies between two sockets: proxies only
+fi
+CLK_TCK=$(getconf CLK_TCK)
+
+# Pinning, on a 2-core machine: the proxy under test (every proxy, the same core for all) gets core 0 to
+# itself; the load generator and the backend share core 1. A direct run measures generator + backend on
+# one core; a proxied run adds one core's worth of proxy on top, not blurred by the scheduler moving the
+# proxy onto the generator's core. Command prefixes, not functions: `taskset -c N cmd &` gives the PID of
+# cmd itself (taskset and env exec).
+PROXY_CPU="" LOAD_CPU="" PIN_PROXY=() PIN_LOAD=()
+if ((PIN)) && (($(nproc) >= 2)); then
+  PROXY_CPU=0 LOAD_CPU=1 PIN_PROXY=(taskset -c 0) PIN_LOAD=(taskset -c 1)
+fi
+
+# Ports: the backend on P; proxy number i (nginx 1, haproxy 2, h2o 3, sluice 4) on P+10i (cleartext:
+# HTTP/1.1, and h2c where the proxy tells them apart by the preface) and P+10i+2 (TLS). nginx 1.22 cannot
+# serve both on one cleartext port, so its h2c listener is P+11.
+declare -A PORT NA
+PORT[direct,h1]=$BASE_PORT
+NA[direct,h2c]="the backend speaks cleartext HTTP/1.1 only"
+NA[direct,tls]=${NA[direct,h2c]}
+i=0
+for t in nginx haproxy h2o sluice; do
+  i=$((i + 1))
+  PORT[$t,h1]=$((BASE_PORT + 10 * i)) PORT[$t,h2c]=$((BASE_PORT + 10 * i)) PORT[$t,tls]=$((BASE_PORT + 10 * i + 2))
+done
+PORT[nginx,h2c]=$((BASE_PORT + 11))
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() { # wait_port PORT PID: up to 10 s, while PID lives
+  local deadline=$((SECONDS + 10))
+  while ((SECONDS < deadline)); do
+    kill -0 "$2" 2>/dev/null || return 1
+    port_busy "$1" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+for key in "${!PORT[@]}"; do
+  port_busy "${PORT[$key]}" && die "port ${PORT[$key]} on 127.0.0.1 is in use; pass another --base-port"
+done
+
+# --- processes ---------------------------------------------------------------------------------------
+PIDS=()
+PROBES=0  # uprobes defined by --copies, removed on exit
+declare -A PID_OF
+cleanup() {
+  local pid alive
+  ((PROBES)) && perf probe -q -d 'sluice_copies:*' 2>/dev/null
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 30); do
+    alive=0
+    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.1
+  done
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+rm -rf "$OUT"
+mkdir -p "$OUT/bin" "$OUT/load" "$OUT/tls"
+# Private copies: the build may be replaced while this runs; the plain and TLS starts use the same binary.
+cp "$DEMO_SRC" "$OUT/bin/"
+DEMO_BIN=$OUT/bin/sluice-demo-app
+if has_target sluice; then cp "$SLUICE_SRC" "$OUT/bin/"; fi
+SLUICE_BIN=$OUT/bin/sluice
+
+# One self-signed pair for every proxy (HAProxy wants certificate and key in one file).
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$OUT/tls/key.pem" -out "$OUT/tls/cert.pem" -days 2 \
+  -subj /CN=localhost 2>/dev/null || die "openssl req failed"
+cat "$OUT/tls/cert.pem" "$OUT/tls/key.pem" >"$OUT/tls/haproxy.pem"
+head -c 1048576 /dev/zero | tr '\0' a >"$OUT/post-1m.bin"  # curl's check of the upload scenario
+
+"${PIN_LOAD[@]}" "$DEMO_BIN" --port "$BASE_PORT" >"$OUT/backend.log" 2>&1 &
+BACKEND_PID=$!
+PIDS+=("$BACKEND_PID")
+PID_OF[direct]=$BACKEND_PID
+wait_port "$BASE_PORT" "$BACKEND_PID" || die "backend did not listen on $BASE_PORT (see $OUT/backend.log)"
+
+render() { # render TEMPLATE TARGET MODE: the peer's config on stdout; MODE plain drops "# tls-only" lines,
+          # a user who is not root the "# root-only" ones
+  local drop=()
+  [[ $3 == plain ]] && drop=(-e '/# tls-only$/d')
+  (($(id -u) == 0)) || drop+=(-e '/# root-only/d')
+  sed "${drop[@]}" -e "s|@OUT@|$OUT/$2|g" -e "s|@BACKEND_PORT@|$BASE_PORT|g" -e "s|@H1_PORT@|${PORT[$2,h1]}|g" \
+    -e "s|@H2C_PORT@|${PORT[$2,h2c]}|g" -e "s|@TLS_PORT@|${PORT[$2,tls]}|g" -e "s|@CERT@|$OUT/tls/cert.pem|g" \
+    -e "s|@KEY@|$OUT/tls/key.pem|g" -e "s|@PEM@|$OUT/tls/haproxy.pem|g" -e "s|@USER@|$(id -un)|g" "$BENCH/$1"
+}
+
+start_proxy() { # start_proxy TARGET plain|tls: writes its config, starts it pinned, waits for its ports
+  local t=$1 mode=$2 dir=$OUT/$1 sluice_tls=(QUEUE_SERVING_TLS_PORT=0)
+  mkdir -p "$dir/tmp"
+  case $t in
+    nginx) render nginx.conf.in nginx "$mode" >"$dir/nginx.conf"
+           set -- nginx -p "$dir/" -e "$dir/error.log" -c "$dir/nginx.conf" ;;
+    haproxy) render haproxy.cfg.in haproxy "$mode" >"$dir/haproxy.cfg"
+             set -- haproxy -db -f "$dir/haproxy.cfg" ;;  # -db: foreground, one process
+    h2o) render h2o.conf.in h2o "$mode" >"$dir/h2o.conf"
+         set -- h2o -c "$dir/h2o.conf" ;;
+    sluice)
+      [[ $mode == tls ]] && sluice_tls=(QUEUE_SERVING_TLS_PORT="${PORT[sluice,tls]}"
+        SLUICE_TLS_CERT_FILE="$OUT/tls/cert.pem" SLUICE_TLS_KEY_FILE="$OUT/tls/key.pem")
+      set -- env CONTAINER_CONCURRENCY=0 QUEUE_SERVING_PORT="${PORT[sluice,h1]}" "${sluice_tls[@]}" \
+        USER_PORT="$BASE_PORT" SLUICE_UPSTREAM_PROTOCOL=http1 REVISION_TIMEOUT_SECONDS=300 \
+        SERVING_NAMESPACE=bench SERVING_CONFIGURATION=demo SERVING_REVISION=demo-00001 SERVING_POD=demo-pod \
+        SERVING_POD_IP=127.0.0.1 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=warn SLUICE_ADMIN_PORT=0 \
+        SLUICE_METRICS_PORT=0 SLUICE_USER_METRICS_PORT=0 "$SLUICE_BIN" sidecar --workers 1 ;;
+  esac
+  "${PIN_PROXY[@]}" "$@" >>"$dir/stdout.log" 2>&1 &
+  PID_OF[$t]=$!
+  PIDS+=("$!")
+  local ports=("${PORT[$t,h1]}" "${PORT[$t,h2c]}")
+  [[ $mode == tls ]] && ports+=("${PORT[$t,tls]}")
+  for p in "${ports[@]}"; do
+    wait_port "$p" "${PID_OF[$t]}" || die "$t did not listen on $p (see $dir)"
+  done
+}
+stop_proxy() { # stop_proxy TARGET: SIGTERM, then SIGKILL after 3 s
+  local pid=${PID_OF[$1]}
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# --- measurement helpers -----------------------------------------------------------------------------
+cpu_ticks() { # utime + stime of PID (all threads), in clock ticks; fields counted after the ")" of comm
+  local stat
+  stat=$(<"/proc/$1/stat")
+  stat=${stat##*) }
+  awk '{ print $12 + $13 }' <<<"$stat"
+}
+# On-CPU time of all threads of PID in ns (scheduler accounting: precise enough for an idle process).
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%d", t }'; }
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# Busy ticks of the whole machine (user nice system irq softirq steal), to see what else ran.
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+# CPU of this shell's finished children (the load generator), in ticks. `times` must run in this shell,
+# not in a pipeline or $(...): a forked subshell starts with zeroed child times.
+children_ticks() {
+  times >"$OUT/times.txt"
+  awk -v hz="$CLK_TCK" 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+    printf "%d", t * hz }' "$OUT/times.txt" >"$OUT/kids.txt"
+}
+alive_or_die() { kill -0 "${PID_OF[$1]}" 2>/dev/null || die "$1 (pid ${PID_OF[$1]}) died; see $OUT"; }
+url() { # url TARGET SCENARIO
+  local scheme=http
+  [[ ${SC_LISTENER[$2]} == tls ]] && scheme=https
+  echo "$scheme://127.0.0.1:${PORT[$1,${SC_LISTENER[$2]}]}${SC_PATH[$2]}"
+}
+supported() { [[ -z ${NA[$1,${SC_LISTENER[$2]}]:-} ]]; }
+
+# check TARGET SCENARIO: one request as the scenario makes them, with curl; the answer must be right.
+check() {
+  local t=$1 s=$2 want got args=(-sS --max-time 5 -o /dev/null -w '%{http_code} %{http_version} %{size_download}')
+  case ${SC_LISTENER[$s]} in
+    h1) args+=(--http1.1) ;;
+    h2c) args+=(--http2-prior-knowledge) ;;
+    tls) args+=(-k); [[ ${SC_TOOL[$s]} == h2load ]] && args+=(--http2) || args+=(--http1.1) ;;
+  esac
+  [[ ${SC_TOOL[$s]} == h2load ]] && want="200 2" || want="200 1.1"
+  case ${SC_PATH[$s]} in
+    /) want+=" 27" ;;
+    /bytes/*) want+=" ${SC_PATH[$s]#/bytes/}" ;;
+    /sink) want+=" 7"; args+=(--data-binary "@$OUT/post-1m.bin") ;;
+  esac
+  got=$(curl "${args[@]}" "$(url "$t" "$s")" 2>&1) || true
+  [[ $got == "$want" ]] || die "$s through $t: curl says '$got', expected '$want' (status, HTTP version, bytes)"
+}
+
+run_load() { # run_load TARGET SCENARIO SECONDS REPORT; the generator runs in this shell (for `times`)
+  local t=$1 s=$2 args
+  IFS=, read -r -a args <<<"${SC_ARGS[$s]}"
+  if [[ ${SC_TOOL[$s]} == wrk ]]; then
+    "${PIN_LOAD[@]}" timeout $(($3 + 30)) wrk -t1 "${args[@]}" -d"$3"s --latency --timeout 5s "$(url "$t" "$s")" \
+      >"$4" 2>&1 || die "wrk against $t failed (see $4)"
+  else
+    "${PIN_LOAD[@]}" timeout $(($3 + 30)) h2load -t1 "${args[@]}" -D "$3" --log-file "$4.log" "$(url "$t" "$s")" \
+      >"$4" 2>&1 || die "h2load against $t failed (see $4)"
+  fi
+}
+parse_load() { # parse_load SCENARIO REPORT -> "rps p50_us p99_us requests errors"
+  if [[ ${SC_TOOL[$1]} == wrk ]]; then
+    awk -f "$BENCH/parse_wrk.awk" "$2"
+  else  # h2load prints no percentiles: they come from its per-request log (3rd column: µs), then it goes
+    local p50 p99
+    read -r p50 p99 < <(cut -f3 "$2.log" | sort -n | awk '{ v[NR] = $1 }
+      END { if (NR == 0) print 0, 0; else print v[int((NR * 50 + 99) / 100)], v[int((NR * 99 + 99) / 100)] }')
+    rm -f "$2.log"
+    awk -v p50="$p50" -v p99="$p99" -f "$BENCH/parse_h2load.awk" "$2"
+  fi
+}
+
+# --- idle: RSS and CPU after start-up, before any request -------------------------------------------
+# Every proxy is started twice: without a TLS port (idle CPU and RSS), then with it (idle RSS with TLS,
+# and the instance that is measured). Each sample comes after --idle seconds of nothing.
+PROXIES=$(tr ' ' '\n' <<<"$TARGETS" | grep -v '^direct$' | xargs || true)
+declare -A IDLE_CPU IDLE_RSS
+idle_window() { # idle_window: sleeps --idle seconds; sets IDLE_CPU (µs per s) and IDLE_RSS of each target
+  local t
+  declare -A ns
+  for t in $TARGETS; do ns[$t]=$(cpu_ns "${PID_OF[$t]}"); done
+  sleep "$IDLE"
+  for t in $TARGETS; do
+    IDLE_CPU[$t]=$(awk -v d=$(( $(cpu_ns "${PID_OF[$t]}") - ns[$t] )) -v s="$IDLE" \
+      'BEGIN { if (s > 0) printf "%.0f", d / 1000 / s; else printf "-" }')
+    IDLE_RSS[$t]=$(rss_kib "${PID_OF[$t]}")
+  done
+}
+for t in $PROXIES; do start_proxy "$t" plain; done
+idle_window
+for t in $PROXIES; do stop_proxy "$t"; done
+declare -A PLAIN_RSS PLAIN_CPU
+for t in $TARGETS; do PLAIN_RSS[$t]=${IDLE_RSS[$t]} PLAIN_CPU[$t]=${IDLE_CPU[$t]}; done
+for t in $PROXIES; do start_proxy "$t" tls; done
+idle_window
+: >"$OUT/idle.tsv"
+for t in $TARGETS; do
+  tls_rss=${IDLE_RSS[$t]}
+  [[ $t == direct ]] && tls_rss=-
+  echo "$t ${PLAIN_RSS[$t]} $tls_rss ${PLAIN_CPU[$t]}" >>"$OUT/idle.tsv"
+done
+
+# What each target can do, checked with curl before anything is timed; and which TLS each negotiates.
+: >"$OUT/na.tsv"
+for s in $SCENARIOS; do
+  for t in $TARGETS; do
+    if supported "$t" "$s"; then
+      check "$t" "$s"
+    else
+      echo -e "$t\t$s\t${NA[$t,${SC_LISTENER[$s]}]}" >>"$OUT/na.tsv"
+    fi
+  done
+done
+{
+  echo "# sluice bench/peers.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -r), $(nproc) CPUs, clk_tck=$CLK_TCK"
+  echo "# sluice $(git -C "$BIN_DIR" rev-parse --short HEAD 2>/dev/null || echo '?') from $BIN_DIR; $(nginx -v 2>&1);" \
+    "$(haproxy -v 2>/dev/null | head -1 | cut -d' ' -f1-3); $(h2o --version 2>/dev/null | head -1)"
+  echo "# $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2); $(h2load --version 2>&1 | head -1)"
+  echo "# scenarios: $SCENARIOS; $ROUNDS rounds of ${DURATION}s alternating: $TARGETS"
+  if [[ -n $PROXY_CPU ]]; then
+    echo "# pinning: proxies on cpu $PROXY_CPU, load generator + backend on cpu $LOAD_CPU"
+  else
+    echo "# pinning: none"
+  fi
+  if uses tls; then
+    for t in $PROXIES; do
+      echo "# tls $t: $(curl -skv --http2 -o /dev/null --max-time 5 "https://127.0.0.1:${PORT[$t,tls]}/" 2>&1 \
+        | sed -n 's/^\* SSL connection using //p; s/^\* ALPN: server accepted /alpn /p' | xargs)"
+    done
+  fi
+} >"$OUT/header.txt"
+cat "$OUT/header.txt"
+
+# --- copies of body bytes (--copies N) ------------------------------------------------------------------
+# While h2load sends N requests with a 1 MiB body (GET /bytes/1048576 or POST /sink) to a proxy, once per
+# downstream protocol and direction, perf records every call of libc's memmove/memcpy of >= 512 bytes in
+# that proxy with its length (uprobes on each implementation glibc may pick, one per address). Bytes
+# copied / body bytes relayed = copies per body byte.
+# Copies the compiler inlined and the kernel's copies to and from the sockets are not seen.
+COPY_PATHS="h1 h2c h1-tls h2-tls"
+count_copies() { # count_copies TARGET PATH get|post: sets COPIED to the copies per body byte
+  local t=$1 args=(-n "$COPIES" -c1 -m1) scheme=http listener=h1 path=/bytes/1048576 data=$OUT/copies/$1-$2-$3
+  case $2 in
+    h1) args+=(--h1) ;;
+    h2c) listener=h2c ;;
+    h1-tls) args+=(--h1); scheme=https listener=tls ;;
+    h2-tls) scheme=https listener=tls ;;
+  esac
+  if [[ $3 == post ]]; then args+=(-d "$OUT/post-1m.bin"); path=/sink; fi
+  perf record -q -o "$data.perf" -e 'sluice_copies:*' --filter 'len >= 512' -p "${PID_OF[$t]}" -- \
+    "${PIN_LOAD[@]}" timeout 120 h2load "${args[@]}" "$scheme://127.0.0.1:${PORT[$t,$listener]}$path" \
+    >"$data.txt" 2>&1 || die "h2load or perf failed for $t $2 $3 (see $data.txt)"
+  grep -q " $COPIES succeeded, 0 failed" "$data.txt" || die "errors through $t $2 $3 (see $data.txt)"
+  COPIED=$(perf script -i "$data.perf" 2>/dev/null | awk -v body=$((COPIES * 1048576)) '
+    { for (i = 1; i <= NF; i++) if ($i ~ /^len=/) len = substr($i, 5) + 0
+      sum += len }
+    END { printf "%.2f", sum / body }')
+}
+if ((COPIES)); then
+  mkdir -p "$OUT/copies"
+  LIBC=$(awk '$6 ~ /\/libc\.so\.6$/ { print $6; exit }' "/proc/$BACKEND_PID/maps")
+  for f in $(perf probe -x "$LIBC" -F '__mem*' | grep -E '^__mem(move|cpy)_' | grep -v -E '_chk|_ifunc'); do
+    perf probe -q -x "$LIBC" --add "sluice_copies:p$PROBES=$f len=%dx:u64" && PROBES=$((PROBES + 1))
+  done
+  ((PROBES)) || die "no uprobe on $LIBC's memmove/memcpy (needs root, uprobes and libc symbols: libc6-dbg)"
+  # A memcpy symbol aliased to a memmove one is the same code: keep one probe per address.
+  # uprobe_events lines: "p:sluice_copies/pN /path/libc.so.6:0xOFFSET len=%dx:u64".
+  for e in $(awk '$1 ~ /^p:sluice_copies\// { split($2, a, ":")
+                   if (seen[a[2]]++) { sub(/^p:sluice_copies\//, "", $1); print $1 } }' \
+      /sys/kernel/tracing/uprobe_events 2>/dev/null); do
+    perf probe -q -d "sluice_copies:$e"
+  done
+  {
+    echo "user-space copies per body byte (memmove/memcpy >= 512 B), $COPIES requests of 1 MiB per cell:"
+    printf '%-8s' target
+    for p in $COPY_PATHS; do printf ' %11s %11s' "$p-get" "$p-post"; done
+    echo
+  } >"$OUT/copies.txt"
+  for t in $PROXIES; do
+    line=$(printf '%-8s' "$t")
+    for p in $COPY_PATHS; do
+      for d in get post; do count_copies "$t" "$p" "$d"; line+=$(printf ' %11s' "$COPIED"); done
+    done
+    echo "$line" >>"$OUT/copies.txt"
+  done
+  cat "$OUT/header.txt" "$OUT/copies.txt" >"$OUT/results.txt"
+  cat "$OUT/copies.txt"
+  exit 0
+fi
+
+# --- runs --------------------------------------------------------------------------------------------
+: >"$OUT/runs.tsv"
+for s in $SCENARIOS; do
+  if ((WARMUP > 0)); then
+    for t in $TARGETS; do supported "$t" "$s" && run_load "$t" "$s" "$WARMUP" "$OUT/load/warmup-$t-$s.txt"; done
+  fi
+  for round in $(seq "$ROUNDS"); do
+    for t in $TARGETS; do
+      supported "$t" "$s" || continue
+      pid=${PID_OF[$t]}
+      report=$OUT/load/$t-$s-r$round.txt
+      before=$(cpu_ticks "$pid"); back_before=$(cpu_ticks "$BACKEND_PID")
+      children_ticks; kids_before=$(<"$OUT/kids.txt"); busy_before=$(machine_busy)
+      run_load "$t" "$s" "$DURATION" "$report"
+      busy_after=$(machine_busy); children_ticks; kids_after=$(<"$OUT/kids.txt")
+      after=$(cpu_ticks "$pid"); back_after=$(cpu_ticks "$BACKEND_PID")
+      alive_or_die "$t"
+      # Interference: machine CPU not spent by the proxy, the backend or the generator, in % of one CPU.
+      ours=$(( after - before + kids_after - kids_before ))
+      [[ $t == direct ]] || ours=$(( ours + back_after - back_before ))
+      other=$(awk -v d=$(( busy_after - busy_before - ours )) -v hz="$CLK_TCK" -v s="$DURATION" \
+        'BEGIN { v = d * 100 / hz / s; printf "%.0f", (v < 0) ? 0 : v }')
+      rss=$(rss_kib "$pid")
+      read -r rps p50 p99 requests errors < <(parse_load "$s" "$report")
+      cpu=$(awk -v d=$((after - before)) -v hz="$CLK_TCK" -v n="$requests" \
+        'BEGIN { printf "%.3f", (n > 0) ? d * 1e6 / hz / n : 0 }')
+      echo "$t $s $round $rps $p50 $p99 $cpu $rss $errors $other" >>"$OUT/runs.tsv"
+      printf '  %-8s round %s %-8s %10.0f rps  p99 %8s us  %8s cpu-us/req  errors %s  other cpu %s%%\n' \
+        "$s" "$round" "$t" "$rps" "$p99" "$cpu" "$errors" "$other"
+    done
+  done
+done
+
+echo
+{
+  cat "$OUT/header.txt"
+  awk -v targets="$TARGETS" -v scenarios="$SCENARIOS" -v peers="$PEERS" -f "$BENCH/summarize.awk" \
+    "$OUT/idle.tsv" "$OUT/na.tsv" "$OUT/runs.tsv"
+} | tee "$OUT/results.txt"
