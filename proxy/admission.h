@@ -12,14 +12,6 @@
 
 namespace sluice::proxy {
 
-struct LocalAnswer {
-  unsigned status = 200;
-  std::string body;
-  bool exact_body = false;  // no trailing newline (the activator compares "queue" byte for byte)
-  std::string network_hash;  // K-Network-Hash to echo, when not empty
-  bool close = false;        // the connection ends after it (its deadline has passed)
-};
-
 ProbeKind probe_kind_of(const http::request_header<>& req);
 
 // The answer to a health check of the given kind.
@@ -54,11 +46,6 @@ asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker,
                                                           Clock::time_point deadline,
                                                           std::optional<BackendLease>& lease);
 
-// The upstream pool an exchange uses: the lease's instance, or the configured upstream.
-inline UpstreamPool& upstream_pool(WorkerContext& worker, const std::optional<BackendLease>& lease) {
-  return lease ? worker.pool_for(lease->endpoint) : worker.pool;
-}
-
 // Whether the exchange goes to the app over h2c: the gateway's instance says so, or the configured
 // upstream protocol does. nullopt while it is still to be detected (detect_upstream_h2c). Not a
 // coroutine: the common case costs no coroutine frame per exchange.
@@ -74,10 +61,6 @@ inline std::optional<bool> upstream_h2c_known(const WorkerContext& worker, const
 
 // ENABLE_HTTP2_AUTO_DETECTION: asks the app once per worker (concurrent exchanges share the question).
 asio::awaitable<bool> detect_upstream_h2c(WorkerContext& worker);
-
-inline h2::ClientPool& upstream_h2_pool(WorkerContext& worker, const std::optional<BackendLease>& lease) {
-  return lease ? worker.h2_pool_for(lease->endpoint) : worker.h2_pool;
-}
 
 // The earlier of the whole-request and response-start deadlines of an exchange that began at `start`.
 Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start);

@@ -1,14 +1,27 @@
-// What one request/response exchange was, as the request log and (later) the stats see it.
+// The Exchange model: one request and its response, whatever protocol carries either side. It is the only
+// thing the codecs and the forwarder share. A downstream codec (h1/server, h2/server) presents each request
+// as a ServerExchange; an upstream codec (h1/client, h2/client) carries it to the app as a ClientExchange.
+// Bodies are streamed through views with back-pressure both ways: a read gives bytes that stay valid until
+// they are consumed, and a write returns once the bytes are on their way (or a fixed buffer has room).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "proxy/asio.h"
 
 namespace sluice::proxy {
 
+// Header fields (or trailers) as a list: name, value.
+using FieldList = std::vector<std::pair<std::string, std::string>>;
+
+// What one exchange was, as the request log and the metrics see it.
 struct ExchangeRecord {
   Clock::time_point start;
   std::string method;
@@ -22,6 +35,147 @@ struct ExchangeRecord {
   int status = 0;
   std::uint64_t request_bytes = 0;   // body bytes received from the client
   std::uint64_t response_bytes = 0;  // body bytes sent to the client
+};
+
+// How a message's body is delimited, independent of the wire: absent, of a known length, or of a length
+// known only at its end (HTTP/1.1 chunked or close-delimited, HTTP/2 without content-length).
+enum class BodyKind { none, length, unknown };
+struct BodyInfo {
+  BodyKind kind = BodyKind::none;
+  // The declared length: the body's for BodyKind::length; for a bodiless response (HEAD, 204, 304) the
+  // length the app declared for the entity, passed on as it is.
+  std::optional<std::uint64_t> content_length;
+};
+
+// A complete answer made by sluice itself (health checks, refusals, failures).
+struct LocalAnswer {
+  unsigned status = 200;
+  std::string body;
+  bool exact_body = false;   // no trailing newline (the activator compares "queue" byte for byte)
+  std::string network_hash;  // K-Network-Hash to echo, when not empty
+  bool close = false;        // the connection ends after it (framing or deadline in doubt)
+};
+
+// Receives a request's fields one by one, in order.
+class FieldSink {
+ public:
+  virtual void field(std::string_view name, std::string_view value) = 0;
+
+ protected:
+  ~FieldSink() = default;
+};
+
+// The request as the forwarder sends it on: the head's fields come from the forwarder's header policy,
+// which an upstream codec asks for while it writes the head in its own protocol.
+class UpstreamRequest {
+ public:
+  std::string_view method;
+  std::string_view target;
+  BodyInfo body;
+  std::string_view upgrade;  // Upgrade to pass on (a WebSocket handshake), or empty
+  // Emits the end-to-end and forwarding fields, Host included (h2 makes it :authority).
+  virtual void fields(FieldSink& out) const = 0;
+
+ protected:
+  ~UpstreamRequest() = default;
+};
+
+// Told by a downstream codec when its client went away (connection closed, stream reset) while the
+// exchange was in progress.
+class ClientGone {
+ public:
+  virtual void client_gone() = 0;
+
+ protected:
+  ~ClientGone() = default;
+};
+
+using BodyRead = std::tuple<error_code, asio::const_buffer>;
+
+// The client's side of one exchange (a downstream codec implements it).
+class ServerExchange {
+ public:
+  ExchangeRecord record;  // start, peer and protocol set by the codec; the rest by the forwarder
+  ClientGone* watcher = nullptr;  // set by the forwarder while it needs to know
+
+  virtual http::request_header<>& request() = 0;  // HTTP/2's :authority is its Host field
+  virtual BodyInfo request_body() const = 0;
+  virtual std::string_view peer_address() const = 0;  // client IP
+  virtual bool is_tls() const = 0;
+
+  // The request body: bytes that are here (waiting for some), valid until consumed; an empty view
+  // without an error once the body is complete. The codec answers `Expect: 100-continue` on the first read.
+  virtual asio::awaitable<BodyRead> read_body() = 0;
+  virtual void consume_body(std::size_t n) = 0;
+  // The whole request body when it already arrived with the head (a small body), so it can travel in one
+  // write with the upstream head; nullopt otherwise. Consumed with consume_body.
+  virtual std::optional<asio::const_buffer> body_in_hand() = 0;
+  virtual FieldList request_trailers() = 0;  // once read_body gave the end
+
+  // The response: interim heads (1xx), the head, body pieces, the end with trailers.
+  virtual asio::awaitable<error_code> send_interim(const http::response_header<>& head) = 0;
+  // `more_soon`: body bytes are already at hand, so the head may wait to leave with the first of them.
+  virtual asio::awaitable<error_code> send_head(const http::response_header<>& head, BodyInfo body,
+                                                bool more_soon) = 0;
+  virtual asio::awaitable<error_code> write_body(asio::const_buffer data) = 0;
+  virtual asio::awaitable<error_code> end_body(const FieldList& trailers) = 0;
+  virtual asio::awaitable<void> send_local(const LocalAnswer& answer) = 0;
+  // The response cannot complete: cut it so the client knows (HTTP/1.1 closes, HTTP/2 resets the stream).
+  virtual void abort() = 0;
+  // An upgraded exchange (101): relays bytes both ways between the client and `app` until either side
+  // ends; `app_read` holds bytes the app sent behind its head. `last_activity` is refreshed on traffic.
+  virtual asio::awaitable<void> tunnel(tcp::socket& app, beast::flat_buffer& app_read,
+                                       Clock::time_point& last_activity) = 0;
+  // Waits until the response has left for the client (or the client is gone).
+  virtual asio::awaitable<void> flushed() = 0;
+  // Wakes every pending read and write of this exchange with an error (a deadline passed).
+  virtual void cancel_io() = 0;
+  // The exchange is over for the app's side: bytes of an unread request body are not wanted any more.
+  virtual void stop_reading() = 0;
+  // Whether a refusal can still be answered while the client is sending its body (HTTP/1.1 answers,
+  // then closes the connection); otherwise the exchange is reset (HTTP/2 RST_STREAM).
+  virtual bool answers_mid_body() const = 0;
+
+ protected:
+  ~ServerExchange() = default;
+};
+
+// Whether a request that got no response may go again on another connection.
+enum class Staleness {
+  fresh,             // no: it failed on a connection that was working
+  unprocessed,       // yes: the app says it did not process it (HTTP/2 REFUSED_STREAM, past its GOAWAY)
+  maybe_processed,   // only when idempotent: a keep-alive connection the app closed, before any response byte
+};
+
+// The app's side of one exchange (an upstream codec implements it). Destroying it before the response
+// ended abandons the exchange (the HTTP/1.1 connection is closed, the h2 stream reset).
+class ClientExchange {
+ public:
+  virtual ~ClientExchange() = default;
+
+  // Writes the request head; `body`, when given, is the whole request body, sent with the head.
+  virtual asio::awaitable<error_code> send_head(const UpstreamRequest& request,
+                                                std::optional<asio::const_buffer> body) = 0;
+  virtual asio::awaitable<error_code> write_body(asio::const_buffer data) = 0;
+  virtual asio::awaitable<error_code> end_body(const FieldList& trailers) = 0;
+
+  // The next response head: interim (1xx) heads first, one per call, then the final one. The head stays
+  // valid until the next call or the end of the exchange.
+  virtual asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() = 0;
+  virtual BodyInfo response_body() const = 0;  // of the final head
+  virtual bool body_at_hand() const = 0;        // response body bytes arrived with the head
+  virtual asio::awaitable<BodyRead> read_body() = 0;
+  virtual void consume_body(std::size_t n) = 0;
+  virtual const FieldList& trailers() = 0;  // once read_body gave the end
+
+  // Wakes every pending operation with operation_aborted and abandons the exchange.
+  virtual void cancel() = 0;
+  // After a failure before any response byte: whether the app took the request at all.
+  virtual Staleness stale() const = 0;
+  // Done cleanly: hands itself back (`self` is this object) so its connection may carry another exchange.
+  virtual void release(std::unique_ptr<ClientExchange> self) = 0;
+  // An upgraded exchange (101): the raw connection for the tunnel, or null when this protocol has none.
+  virtual tcp::socket* tunnel_socket(beast::flat_buffer*& already_read) = 0;
 };
 
 }  // namespace sluice::proxy

@@ -5,8 +5,8 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
-#include "proxy/h1/connection.h"
-#include "proxy/h2/session.h"
+#include "proxy/h1/server.h"
+#include "proxy/h2/server.h"
 
 namespace sluice::proxy {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "common/config_error.h"
 #include "common/log.h"
-#include "proxy/h1/connection.h"
-#include "proxy/h2/session.h"
+#include "proxy/h1/server.h"
+#include "proxy/h2/server.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy {

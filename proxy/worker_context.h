@@ -10,10 +10,11 @@
 
 #include "proxy/completion.h"
 #include "proxy/config.h"
+#include "proxy/forwarder.h"
+#include "proxy/h1/client.h"
 #include "proxy/h2/client.h"
 #include "proxy/headers.h"
 #include "proxy/shared_state.h"
-#include "proxy/upstream_pool.h"
 
 namespace sluice::proxy {
 
@@ -26,23 +27,23 @@ class ConnectionHandle {
   ~ConnectionHandle() = default;
 };
 
-struct WorkerContext {
+struct WorkerContext final : private Connector {
   WorkerContext(const ProxyConfig& c, SharedState& s, std::size_t index,
                 const asio::any_io_executor& ex, tcp::endpoint upstream)
       : config(c),
         shared(s),
         stats(s.stats.shard(index)),
-        pool(ex, upstream, c.upstream_max_idle, c.timeouts.upstream_connect),
+        pool(make_pool(ex, upstream)),
         h2_pool(ex, upstream, c.timeouts.upstream_connect, c.limits.max_response_header_bytes),
         executor(ex) {}
 
   // The pool for an instance chosen by the backends (gateway), made on first use and kept (exchanges in
   // flight hold references to it); instance ports come from the kernel's ephemeral range, which bounds
   // how many there can be.
-  UpstreamPool& pool_for(const tcp::endpoint& ep) {
+  h1::ClientPool& pool_for(const tcp::endpoint& ep) {
     if (ep == pool.endpoint()) return pool;
     auto& p = instance_pools[ep];
-    if (!p) p = std::make_unique<UpstreamPool>(executor, ep, config.upstream_max_idle, config.timeouts.upstream_connect);
+    if (!p) p = std::make_unique<h1::ClientPool>(make_pool(executor, ep));
     return *p;
   }
   h2::ClientPool& h2_pool_for(const tcp::endpoint& ep) {
@@ -62,10 +63,11 @@ struct WorkerContext {
   const ProxyConfig& config;
   SharedState& shared;
   metrics::RequestStatsShard& stats;  // this worker's: written by no other thread
-  UpstreamPool pool;  // to the configured upstream
+  Connector* connector = this;  // where exchanges to the app are opened (tests put a fake here)
+  h1::ClientPool pool;  // to the configured upstream
   h2::ClientPool h2_pool;  // the same, when it speaks h2c
   asio::any_io_executor executor;
-  std::map<tcp::endpoint, std::unique_ptr<UpstreamPool>> instance_pools;
+  std::map<tcp::endpoint, std::unique_ptr<h1::ClientPool>> instance_pools;
   std::map<tcp::endpoint, std::unique_ptr<h2::ClientPool>> instance_h2_pools;
   std::optional<bool> upstream_h2c;             // UpstreamProtocol::detect: what the app answered
   std::shared_ptr<Completion> h2c_detection;    // ... while the question is out
@@ -73,6 +75,22 @@ struct WorkerContext {
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener
   bool draining = false;        // no new keep-alive exchanges
   std::unordered_set<ConnectionHandle*> connections;
+
+ private:
+  h1::ClientPool make_pool(const asio::any_io_executor& ex, const tcp::endpoint& ep) const {
+    return h1::ClientPool(ex, ep, config.upstream_max_idle, config.timeouts.upstream_connect,
+                          config.limits.max_response_header_bytes, config.io_buffer_bytes);
+  }
+  asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientExchange>>> open(AppProtocol protocol,
+                                                                               const tcp::endpoint* instance,
+                                                                               bool verify) override {
+    if (protocol == AppProtocol::h2c) {
+      auto [ec, stream] = co_await (instance ? h2_pool_for(*instance) : h2_pool).open();
+      co_return std::tuple{ec, std::unique_ptr<ClientExchange>(std::move(stream))};
+    }
+    auto [ec, conn] = co_await (instance ? pool_for(*instance) : pool).acquire(verify);
+    co_return std::tuple{ec, std::unique_ptr<ClientExchange>(std::move(conn))};
+  }
 };
 
 }  // namespace sluice::proxy

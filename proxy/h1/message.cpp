@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "proxy/headers.h"
+#include "proxy/request_fields.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -21,31 +22,14 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
   out += "\r\n";
 }
 
-// Connection tokens other than the ones every peer sends name extra hop-by-hop fields.
-struct ConnectionTokens {
-  std::string_view value;
-  bool names_fields = false;
-  explicit ConnectionTokens(std::string_view v) : value(v) {
-    names_fields = !(v.empty() || iequals(v, "keep-alive") || iequals(v, "close") ||
-                     iequals(v, "upgrade"));
-  }
-  bool lists(std::string_view name) const { return names_fields && listed_in_connection(value, name); }
-};
-
-bool skip_end_to_end(const ConnectionTokens& conn, http::field f, std::string_view name) {
-  switch (f) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_connection:
-    case http::field::transfer_encoding:
-    case http::field::te:
-    case http::field::upgrade:
-    case http::field::content_length:
-    case http::field::proxy_authenticate:
-    case http::field::proxy_authorization:
-      return true;
-    default:
-      return conn.lists(name);
+void append_framing(std::string& out, const BodyInfo& body) {
+  if (body.kind == BodyKind::unknown) {
+    out += "Transfer-Encoding: chunked\r\n";
+  } else if (body.content_length) {
+    // An explicit zero is kept: some apps insist on it for POST.
+    out += "Content-Length: ";
+    append_uint(out, *body.content_length);
+    out += "\r\n";
   }
 }
 
@@ -66,86 +50,21 @@ Framing downstream_framing(Framing upstream, unsigned client_version) {
   return upstream;
 }
 
-void rewrite_request_fields(const http::request_header<>& req, const RequestRewrite& rw,
-                            std::string& request_id, std::string& trace_id, FieldSink& out) {
-  ConnectionTokens conn(req[http::field::connection]);
-  std::string xff, forwarded;
-  std::string_view xfp, xfh;
-  bool te_trailers = false;
-  // The activator moves the original Host aside; queue-proxy puts it back for the app.
-  std::string_view original_host;
-  if (auto it = req.find(kOriginalHostHeader); it != req.end()) original_host = it->value();
-  for (const auto& f : req) {
-    auto name = f.name_string();
-    auto value = f.value();
-    auto id = f.name();
-    if (id == http::field::host && !original_host.empty()) value = original_host;
-    if (id == http::field::te) {
-      te_trailers = te_trailers || listed_in_connection(value, "trailers");
-      continue;
-    }
-    if (id == http::field::expect) continue;  // sluice answers 100-continue itself
-    if (id == http::field::http2_settings) continue;  // h2c upgrade offers are declined on HTTP/1.1
-    if (skip_end_to_end(conn, id, name)) continue;
-    if (id == http::field::forwarded) {
-      if (!forwarded.empty()) forwarded += ", ";
-      forwarded += value;
-      continue;
-    }
-    if (id == http::field::unknown) {
-      if (iequals(name, "x-forwarded-for")) {
-        if (!xff.empty()) xff += ", ";
-        xff += value;
-        continue;
-      }
-      if (iequals(name, kOriginalHostHeader) || is_knative_revision_header(name)) continue;
-      if (iequals(name, "x-forwarded-proto")) xfp = value;
-      else if (iequals(name, "x-forwarded-host")) xfh = value;
-      else if (iequals(name, "x-request-id")) request_id.assign(value.data(), value.size());
-      else if (iequals(name, "x-b3-traceid")) trace_id.assign(value.data(), value.size());
-    }
-    out.field(name, value);
-  }
-
-  // RFC 7239 first (queue-proxy's shim reads the X-Forwarded-* the client sent), then this hop.
-  if (forwarded.empty()) forwarded = forwarded_from_x_forwarded(xff, xfh, xfp);
-  append_forwarded_hop(forwarded, rw.peer_address, rw.scheme);
-  append_x_forwarded_for(xff, rw.peer_address);
-  out.field("X-Forwarded-For", xff);
-  out.field("Forwarded", forwarded);
-  if (xfp.empty()) out.field("X-Forwarded-Proto", rw.scheme);
-  if (request_id.empty() && rw.request_ids) {
-    request_id = rw.request_ids->next();
-    out.field("X-Request-Id", request_id);
-  }
-  if (te_trailers) out.field("TE", "trailers");
-}
-
-void format_upstream_request(std::string& out, const http::request_header<>& req, Framing body,
-                             std::optional<std::uint64_t> content_length, const RequestRewrite& rw,
-                             std::string& request_id, std::string& trace_id) {
-  out += req.method_string();
+void format_upstream_request(std::string& out, const UpstreamRequest& req) {
+  out += req.method;
   out += ' ';
-  out += req.target();
+  out += req.target;
   out += " HTTP/1.1\r\n";
   struct Text final : FieldSink {
     std::string& out;
     explicit Text(std::string& o) : out(o) {}
     void field(std::string_view name, std::string_view value) override { append_field(out, name, value); }
   } text(out);
-  rewrite_request_fields(req, rw, request_id, trace_id, text);
-  if (body == Framing::chunked) {
-    out += "Transfer-Encoding: chunked\r\n";
-  } else if (body == Framing::length && content_length) {
-    out += "Content-Length: ";
-    append_uint(out, *content_length);
-    out += "\r\n";
-  } else if (content_length) {
-    out += "Content-Length: 0\r\n";  // keep an explicit zero: some apps insist on it for POST
-  }
-  if (rw.keep_upgrade) {
+  req.fields(text);
+  append_framing(out, req.body);
+  if (!req.upgrade.empty()) {
     out += "Connection: Upgrade\r\n";
-    append_field(out, "Upgrade", req[http::field::upgrade]);
+    append_field(out, "Upgrade", req.upgrade);
   }
   out += "\r\n";
 }
@@ -154,7 +73,7 @@ void format_downstream_response(std::string& out, const http::response_header<>&
                                 Framing body, std::optional<std::uint64_t> content_length,
                                 bool keep_alive, bool upgrade,
                                 unsigned client_version) {
-  ConnectionTokens conn(res[http::field::connection]);
+  const auto connection = res[http::field::connection];
   out += "HTTP/1.1 ";
   append_uint(out, res.result_int());
   out += ' ';
@@ -162,7 +81,7 @@ void format_downstream_response(std::string& out, const http::response_header<>&
   out += reason.empty() ? http::obsolete_reason(res.result()) : reason;
   out += "\r\n";
   for (const auto& f : res) {
-    if (skip_end_to_end(conn, f.name(), f.name_string())) continue;
+    if (stops_at_this_hop(connection, f.name(), f.name_string())) continue;
     append_field(out, f.name_string(), f.value());
   }
   if (body == Framing::chunked) {

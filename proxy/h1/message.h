@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "proxy/asio.h"
+#include "proxy/exchange.h"
 #include "proxy/headers.h"
 
 namespace sluice::proxy::h1 {
@@ -17,35 +18,9 @@ enum class Framing { none, length, chunked, until_close };
 using RequestParser = http::request_parser<http::buffer_body>;
 using ResponseParser = http::response_parser<http::buffer_body>;
 
-// What the forwarder adds to or changes in the request on its way to the app.
-struct RequestRewrite {
-  std::string_view peer_address;  // client IP, for X-Forwarded-For and Forwarded
-  std::string_view scheme;        // "http" or "https"
-  RequestIdGenerator* request_ids = nullptr;     // makes an X-Request-Id when the client sent none
-  bool keep_upgrade = false;                     // forward Connection: upgrade + Upgrade
-};
-
-// Receives a request's fields one by one, in order.
-class FieldSink {
- public:
-  virtual void field(std::string_view name, std::string_view value) = 0;
-
- protected:
-  ~FieldSink() = default;
-};
-
-// The fields of a request on its way to the app, whatever protocol carries it: the end-to-end fields
-// (hop-by-hop and Knative-internal ones removed, K-Original-Host restored), then this hop's forwarding
-// fields, X-Request-Id when the client sent none, and `TE: trailers` when asked for. Framing fields
-// (Content-Length, Transfer-Encoding) are the caller's. Sets *request_id to the X-Request-Id sent.
-void rewrite_request_fields(const http::request_header<>& req, const RequestRewrite& rw,
-                            std::string& request_id, std::string& trace_id, FieldSink& out);
-
-// The request head to send upstream: request line, end-to-end fields, forwarding fields, framing.
-// Sets *request_id to the X-Request-Id sent (the client's or the generated one).
-void format_upstream_request(std::string& out, const http::request_header<>& req, Framing body,
-                             std::optional<std::uint64_t> content_length, const RequestRewrite& rw,
-                             std::string& request_id, std::string& trace_id);
+// The request head for the app: request line, the forwarder's fields, framing for `req.body`, and
+// `Connection: Upgrade` with the Upgrade field when passing an upgrade on.
+void format_upstream_request(std::string& out, const UpstreamRequest& req);
 
 // The response head to send downstream. `content_length` is written for Framing::length and kept as
 // the app sent it for bodiless responses to HEAD (it describes the entity, not this message).

@@ -1,7 +1,8 @@
 // After a 101 Switching Protocols: bytes flow both ways untouched until both sides are done.
 #pragma once
 
-#include "proxy/h1/body_relay.h"
+#include "proxy/downstream.h"
+#include "proxy/h1/scratch.h"
 
 namespace sluice::proxy::h1 {
 

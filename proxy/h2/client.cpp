@@ -389,13 +389,34 @@ asio::awaitable<void> ClientConnection::writer() {
 }
 
 ClientStream::ClientStream(std::shared_ptr<ClientConnection> connection, std::shared_ptr<ClientStreamState> state)
-    : connection_(std::move(connection)), state_(std::move(state)), executor_(state_->ex) {}
+    : connection_(std::move(connection)), state_(std::move(state)) {}
 
 ClientStream::~ClientStream() {
-  if (!state_->closed || state_->body.size() > 0) connection_->reset(*state_);
+  if (!submitted_) {
+    connection_->unreserve();
+    return;
+  }
+  if (!state_->closed || state_->body.size() > 0 || reading_.size() > 0) {
+    connection_->consume(*state_, reading_.size());  // bytes nobody will read still hold the window
+    connection_->reset(*state_);
+  }
 }
 
-asio::awaitable<error_code> ClientStream::write(asio::const_buffer data) {
+asio::awaitable<error_code> ClientStream::send_head(const UpstreamRequest& request,
+                                                    std::optional<asio::const_buffer> body) {
+  head_request_ = request.method == "HEAD";
+  auto& st = *state_;
+  const bool end_stream = request.body.kind == BodyKind::none;
+  if (body) {
+    st.send.commit(asio::buffer_copy(st.send.prepare(body->size()), *body));
+    st.send_done = true;
+  }
+  submitted_ = true;
+  connection_->unreserve();
+  co_return connection_->submit(upstream_request_fields(request), end_stream, state_);
+}
+
+asio::awaitable<error_code> ClientStream::write_body(asio::const_buffer data) {
   auto& st = *state_;
   while (st.send.size() >= kSendBuffer && !st.closed && !st.cancelled) co_await st.send_space.wait();
   if (st.cancelled) co_return asio::error::operation_aborted;
@@ -405,61 +426,76 @@ asio::awaitable<error_code> ClientStream::write(asio::const_buffer data) {
   co_return error_code{};
 }
 
-void ClientStream::end_request(FieldList trailers) {
+asio::awaitable<error_code> ClientStream::end_body(const FieldList& trailers) {
   auto& st = *state_;
-  if (st.send_done) return;
-  st.send_done = true;
-  st.send_trailers = std::move(trailers);
-  connection_->resume(st);
-}
-
-asio::awaitable<error_code> ClientStream::read_head(http::response_header<>& head) {
-  auto& st = *state_;
-  while (st.heads.empty() && !st.closed && !st.cancelled) co_await st.received.wait();
   if (st.cancelled) co_return asio::error::operation_aborted;
-  if (st.heads.empty()) co_return st.failure ? st.failure : error_code(http::error::partial_message);
-  head = std::move(st.heads.front());
-  st.heads.pop_front();
+  if (!st.send_done) {
+    st.send_done = true;
+    st.send_trailers = trailers;
+    connection_->resume(st);
+  }
   co_return error_code{};
 }
 
-bool ClientStream::ended_with_head() const { return state_->head_has_end; }
-
-asio::awaitable<std::tuple<error_code, std::size_t>> ClientStream::await_body() {
+asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientStream::read_head() {
   auto& st = *state_;
-  while (st.body.size() == 0 && !st.body_done && !st.closed && !st.cancelled) co_await st.received.wait();
-  if (st.cancelled) co_return std::tuple{error_code(asio::error::operation_aborted), std::size_t{0}};
-  if (st.body.size() > 0 || st.body_done) co_return std::tuple{error_code{}, st.body.size()};
-  co_return std::tuple{st.failure ? st.failure : error_code(http::error::partial_message), std::size_t{0}};
+  while (st.heads.empty() && !st.closed && !st.cancelled) co_await st.received.wait();
+  if (st.cancelled) co_return std::tuple{error_code(asio::error::operation_aborted), nullptr};
+  if (st.heads.empty())
+    co_return std::tuple{st.failure ? st.failure : error_code(http::error::partial_message), nullptr};
+  head_ = std::move(st.heads.front());
+  st.heads.pop_front();
+  co_return std::tuple{error_code{}, &head_};
 }
 
-void ClientStream::take(std::size_t n) {
-  state_->body.consume(n);
+BodyInfo ClientStream::response_body() const {
+  std::optional<std::uint64_t> length;
+  if (auto cl = head_[http::field::content_length]; !cl.empty()) {
+    std::uint64_t v = 0;
+    auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
+    if (err == std::errc() && ptr == cl.data() + cl.size()) length = v;  // nghttp2 checked it against the body
+  }
+  const unsigned status = head_.result_int();
+  const bool bodiless = state_->head_has_end || head_request_ || status == 204 || status == 304;
+  if (bodiless) {
+    // A response that ended with its head has no body: say so to an HTTP/1.1 client (Content-Length: 0).
+    if (!length && !head_request_ && status != 204 && status != 304) length = 0;
+    return {.kind = BodyKind::none, .content_length = length};
+  }
+  if (length) return {.kind = *length == 0 ? BodyKind::none : BodyKind::length, .content_length = length};
+  return {.kind = BodyKind::unknown};
+}
+
+bool ClientStream::body_at_hand() const { return state_->body.size() > 0; }
+
+asio::awaitable<BodyRead> ClientStream::read_body() {
+  auto& st = *state_;
+  if (reading_.size() == 0) {
+    while (st.body.size() == 0 && !st.body_done && !st.closed && !st.cancelled) co_await st.received.wait();
+    if (st.cancelled) co_return BodyRead{asio::error::operation_aborted, {}};
+    if (st.body.size() == 0) {
+      if (st.body_done) co_return BodyRead{};
+      co_return BodyRead{st.failure ? st.failure : error_code(http::error::partial_message), {}};
+    }
+    // The forwarder reads from a buffer the callbacks do not touch: DATA keeps arriving meanwhile.
+    std::swap(st.body, reading_);
+  }
+  co_return BodyRead{error_code{}, reading_.data()};
+}
+
+void ClientStream::consume_body(std::size_t n) {
+  reading_.consume(n);
   connection_->consume(*state_, n);  // only now may the app send more
 }
 
-asio::awaitable<std::tuple<error_code, std::size_t>> ClientStream::read(asio::mutable_buffer into) {
-  auto [ec, available] = co_await await_body();
-  if (ec || available == 0) co_return std::tuple{ec, std::size_t{0}};
-  std::size_t n = asio::buffer_copy(into, state_->body.data());
-  take(n);
-  co_return std::tuple{error_code{}, n};
+const FieldList& ClientStream::trailers() { return state_->trailers; }
+
+void ClientStream::cancel() {
+  if (submitted_) connection_->reset(*state_);
+  else state_->cancelled = true;
 }
 
-asio::awaitable<std::tuple<error_code, std::size_t>> ClientStream::read(beast::flat_buffer& into, std::size_t max) {
-  auto [ec, available] = co_await await_body();
-  if (ec || available == 0) co_return std::tuple{ec, std::size_t{0}};
-  std::size_t n = std::min(max, available);
-  into.commit(asio::buffer_copy(into.prepare(n), state_->body.data(), n));
-  take(n);
-  co_return std::tuple{error_code{}, n};
-}
-
-const FieldList& ClientStream::trailers() const { return state_->trailers; }
-
-void ClientStream::cancel() { connection_->reset(*state_); }
-
-bool ClientStream::refused() const { return state_->refused; }
+Staleness ClientStream::stale() const { return state_->refused ? Staleness::unprocessed : Staleness::fresh; }
 
 ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, Clock::duration connect_timeout,
                        std::size_t max_response_header_bytes)
@@ -470,8 +506,7 @@ ClientPool::~ClientPool() {
   for (auto& c : connections_) c->retire();
 }
 
-asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPool::open(const FieldList& fields,
-                                                                                       bool end_stream) {
+asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPool::open() {
   std::erase_if(connections_, [](const auto& c) { return c->broken(); });
   std::shared_ptr<ClientConnection> conn;
   for (auto& c : connections_)
@@ -484,13 +519,13 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPoo
     connections_.push_back(conn);
     asio::co_spawn(ex_, conn->connect(endpoint_, connect_timeout_), asio::detached);
   }
-  conn->reserve();
+  conn->reserve();  // until the stream's send_head submits it (or the stream goes)
   error_code ec = co_await conn->wait_ready();
-  conn->unreserve();
-  if (ec) co_return std::tuple{ec, nullptr};
-  auto st = std::make_shared<ClientStreamState>(ex_);
-  if (auto sec = conn->submit(fields, end_stream, st)) co_return std::tuple{sec, nullptr};
-  co_return std::tuple{error_code{}, std::make_unique<ClientStream>(conn, std::move(st))};
+  if (ec) {
+    conn->unreserve();
+    co_return std::tuple{ec, nullptr};
+  }
+  co_return std::tuple{error_code{}, std::make_unique<ClientStream>(conn, std::make_shared<ClientStreamState>(ex_))};
 }
 
 void ClientPool::close_idle() {
@@ -526,10 +561,8 @@ asio::awaitable<std::optional<bool>> speaks_h2c(const asio::any_io_executor& ex,
   co_return std::get<0>(result);
 }
 
-FieldList upstream_request_fields(const http::request_header<>& req, const h1::RequestRewrite& rw,
-                                  std::optional<std::uint64_t> content_length, std::string& request_id,
-                                  std::string& trace_id) {
-  struct Fields final : h1::FieldSink {
+FieldList upstream_request_fields(const UpstreamRequest& request) {
+  struct Fields final : FieldSink {
     FieldList list;
     std::string authority;
     void field(std::string_view name, std::string_view value) override {
@@ -542,14 +575,15 @@ FieldList upstream_request_fields(const http::request_header<>& req, const h1::R
     }
   } fields;
   fields.list.reserve(16);
-  fields.list.emplace_back(":method", req.method_string());
+  fields.list.emplace_back(":method", request.method);
   fields.list.emplace_back(":scheme", "http");
   fields.list.emplace_back(":authority", "");
-  fields.list.emplace_back(":path", req.target());
-  h1::rewrite_request_fields(req, rw, request_id, trace_id, fields);
+  fields.list.emplace_back(":path", request.target);
+  request.fields(fields);
   if (fields.authority.empty()) fields.list.erase(fields.list.begin() + 2);  // no Host: none to give
   else fields.list[2].second = std::move(fields.authority);
-  if (content_length) fields.list.emplace_back("content-length", std::to_string(*content_length));
+  if (request.body.kind == BodyKind::length && request.body.content_length)
+    fields.list.emplace_back("content-length", std::to_string(*request.body.content_length));
   return std::move(fields.list);
 }
 

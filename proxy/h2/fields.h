@@ -1,12 +1,10 @@
 // A list of HTTP/2 header fields (or trailers) as sluice keeps them: name, value.
 #pragma once
 
-#include <string>
-#include <utility>
-#include <vector>
+#include "proxy/exchange.h"
 
 namespace sluice::proxy::h2 {
 
-using FieldList = std::vector<std::pair<std::string, std::string>>;
+using proxy::FieldList;
 
 }  // namespace sluice::proxy::h2

@@ -1,4 +1,5 @@
 #include "proxy/h1/message.h"
+#include "proxy/request_fields.h"
 
 #include <gtest/gtest.h>
 
@@ -20,14 +21,16 @@ struct Parsed {
 std::string upstream(std::string_view head, std::string peer = "10.9.8.7", std::string scheme = "http",
                      std::string* request_id_out = nullptr) {
   Parsed p(head);
-  std::string out, request_id, trace_id;
+  std::string out;
+  ExchangeRecord record;
   RequestIdGenerator ids(1);
   RequestRewrite rw{.peer_address = peer, .scheme = scheme, .request_ids = &ids};
   auto cl = p.parser.content_length();
-  Framing body = p.parser.chunked() ? Framing::chunked : (cl && *cl > 0 ? Framing::length : Framing::none);
-  format_upstream_request(out, p.parser.get(), body, cl ? std::optional<std::uint64_t>(*cl) : std::nullopt,
-                          rw, request_id, trace_id);
-  if (request_id_out) *request_id_out = request_id;
+  BodyInfo body{.kind = p.parser.chunked() ? BodyKind::unknown : (cl && *cl > 0 ? BodyKind::length : BodyKind::none),
+                .content_length = cl ? std::optional<std::uint64_t>(*cl) : std::nullopt};
+  ForwardedRequest request(p.parser.get(), rw, body, record, false);
+  format_upstream_request(out, request);
+  if (request_id_out) *request_id_out = record.request_id;
   return out;
 }
 

@@ -1,8 +1,7 @@
-// One downstream HTTP/2 connection (h2c): nghttp2 does the framing, HPACK and flow control; each
-// stream is an exchange forwarded to the app over the HTTP/1.1 pool, with the same admission
-// (health checks, stats, breaker) and header policy as HTTP/1.1. Flow control is tied to the app:
-// a request's DATA is acknowledged (WINDOW_UPDATE) only once written to the app, and a response is
-// read from the app only as fast as the client's window lets it leave.
+// The HTTP/2 server codec: one downstream connection (h2c or h2 over TLS). nghttp2 does the framing,
+// HPACK and flow control; each stream is a ServerExchange handed to the forwarder. Flow control is tied
+// to the app: a request's DATA is acknowledged (WINDOW_UPDATE) only once the forwarder passed it on, and
+// response bytes are taken from the app only while the client's window lets them leave.
 #pragma once
 
 #include "proxy/h2/handover.h"

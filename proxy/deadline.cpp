@@ -1,0 +1,36 @@
+// Exchange deadlines; see deadline.h.
+#include "proxy/deadline.h"
+
+namespace sluice::proxy {
+
+ExchangeDeadline::ExchangeDeadline(const asio::any_io_executor& ex, const Timeouts& timeouts,
+                                   Clock::time_point start, Owner& owner)
+    : timeouts_(timeouts), owner_(owner), start_(start), last_write_(start), watchdog_(ex, *this) {
+  watchdog_.rearm();
+}
+
+void ExchangeDeadline::tunnel() {
+  tunnel_ = true;
+  last_write_ = Clock::now();
+}
+
+Clock::time_point ExchangeDeadline::next_deadline() const {
+  auto d = Clock::time_point::max();
+  if (passed_) return d;
+  auto consider = [&d](Clock::time_point base, Millis limit) {
+    if (limit.count() > 0) d = std::min(d, base + limit);
+  };
+  if (!tunnel_) {
+    consider(start_, timeouts_.request);
+    if (!response_started_) consider(start_, timeouts_.response_start);
+  }
+  consider(last_write_, timeouts_.idle);
+  return d;
+}
+
+void ExchangeDeadline::on_deadline() {
+  passed_ = true;
+  owner_.deadline_passed();
+}
+
+}  // namespace sluice::proxy

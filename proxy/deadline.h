@@ -1,0 +1,44 @@
+// The deadlines of one exchange, whatever protocols carry it: the whole request (REVISION_TIMEOUT_SECONDS),
+// the start of the response (REVISION_RESPONSE_START_TIMEOUT_SECONDS) and the idle gap since the last
+// bytes went to the client (REVISION_IDLE_TIMEOUT_SECONDS). An upgraded exchange (a tunnel) keeps only the
+// idle limit. One lazily re-armed timer enforces them; the owner is told once when one passes.
+#pragma once
+
+#include "proxy/config.h"
+#include "proxy/watchdog.h"
+
+namespace sluice::proxy {
+
+class ExchangeDeadline final : private Watchdog::Target {
+ public:
+  class Owner {
+   public:
+    virtual void deadline_passed() = 0;
+
+   protected:
+    ~Owner() = default;
+  };
+
+  ExchangeDeadline(const asio::any_io_executor& ex, const Timeouts& timeouts, Clock::time_point start, Owner& owner);
+
+  void response_started() { response_started_ = true; }
+  void wrote() { last_write_ = Clock::now(); }  // bytes went to the client
+  void tunnel();                                // upgraded: only the idle limit is left
+  bool passed() const { return passed_; }
+  Clock::time_point& last_write() { return last_write_; }  // for a tunnel's byte pumps
+
+ private:
+  Clock::time_point next_deadline() const override;
+  void on_deadline() override;
+
+  const Timeouts& timeouts_;
+  Owner& owner_;
+  Clock::time_point start_;
+  Clock::time_point last_write_;
+  bool response_started_ = false;
+  bool tunnel_ = false;
+  bool passed_ = false;
+  Watchdog watchdog_;
+};
+
+}  // namespace sluice::proxy

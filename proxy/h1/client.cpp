@@ -1,0 +1,242 @@
+// The HTTP/1.1 client codec; see client.h.
+#include "proxy/h1/client.h"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdio>
+#include <limits>
+#include <span>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+namespace sluice::proxy::h1 {
+namespace {
+
+constexpr std::size_t kIdleBufferBytes = 16 * 1024;  // a pooled connection keeps at most this much buffer
+
+// An idle connection the app has closed reads as EOF (or an error) without blocking; a live one has
+// nothing to read. One recv(MSG_PEEK) per reuse is far cheaper than a failed request.
+bool looks_alive(tcp::socket& s) {
+  char c;
+  ssize_t n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+bool closed_by_peer(error_code ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe;
+}
+
+}  // namespace
+
+ClientConnection::ClientConnection(const asio::any_io_executor& ex, ClientPool& pool) : pool_(pool), socket_(ex) {}
+
+asio::awaitable<error_code> ClientConnection::send_head(const UpstreamRequest& request,
+                                                        std::optional<asio::const_buffer> body) {
+  head_.clear();
+  format_upstream_request(head_, request);
+  head_request_ = request.method == "HEAD";
+  chunked_request_ = request.body.kind == BodyKind::unknown;
+  request_done_ = request.body.kind == BodyKind::none || body.has_value();
+  response_.reset();
+  failure_ = {};
+  got_response_bytes_ = false;
+  std::array<asio::const_buffer, 2> first{asio::buffer(head_), body.value_or(asio::const_buffer{})};
+  auto [ec, n] = co_await asio::async_write(socket_, first, use_nothrow);
+  (void)n;
+  failure_ = ec;
+  co_return ec;
+}
+
+asio::awaitable<error_code> ClientConnection::write_body(asio::const_buffer data) {
+  char chunk_head[24];
+  std::array<asio::const_buffer, 3> bufs;
+  std::size_t count = 0;
+  if (chunked_request_) {
+    int len = std::snprintf(chunk_head, sizeof chunk_head, "%zx\r\n", data.size());
+    bufs[count++] = asio::buffer(chunk_head, static_cast<std::size_t>(len));
+  }
+  bufs[count++] = data;
+  if (chunked_request_) bufs[count++] = asio::buffer("\r\n", 2);
+  auto [ec, written] = co_await asio::async_write(socket_, std::span(bufs.data(), count), use_nothrow);
+  (void)written;
+  co_return ec;
+}
+
+asio::awaitable<error_code> ClientConnection::end_body(const FieldList& trailers) {
+  error_code ec;
+  if (chunked_request_) {
+    std::string tail = "0\r\n";
+    for (const auto& [name, value] : trailers) tail += name + ": " + value + "\r\n";
+    tail += "\r\n";
+    auto [wec, n] = co_await asio::async_write(socket_, asio::buffer(tail), use_nothrow);
+    (void)n;
+    ec = wec;
+  }
+  if (!ec) request_done_ = true;
+  co_return ec;
+}
+
+asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientConnection::read_head() {
+  response_.emplace();
+  auto& p = *response_;
+  p.header_limit(static_cast<std::uint32_t>(pool_.max_response_header_bytes()));
+  p.body_limit(std::numeric_limits<std::uint64_t>::max());
+  if (head_request_) p.skip(true);
+  auto [ec, n] = co_await http::async_read_header(socket_, buffer_, p, use_nothrow);
+  (void)n;
+  got_response_bytes_ = got_response_bytes_ || p.got_some();
+  if (ec) {
+    failure_ = ec;
+    co_return std::tuple{ec, nullptr};
+  }
+  const auto& head = p.get();
+  framing_ = response_framing(p, head_request_);
+  remaining_ = framing_ == Framing::length ? p.content_length().value_or(0) : 0;
+  header_fields_ = field_count(head.base());
+  trailers_.clear();
+  co_return std::tuple{error_code{}, &head.base()};
+}
+
+BodyInfo ClientConnection::response_body() const {
+  auto cl = to_std(response_->content_length());
+  switch (framing_) {
+    case Framing::none: return {.kind = BodyKind::none, .content_length = cl};
+    case Framing::length: return {.kind = BodyKind::length, .content_length = cl};
+    default: return {.kind = BodyKind::unknown};
+  }
+}
+
+asio::awaitable<BodyRead> ClientConnection::read_body() {
+  if (framing_ == Framing::none) co_return BodyRead{};
+  if (framing_ == Framing::length) {
+    // Known length: raw bytes, no parsing; bytes past the body (there should be none) are not taken.
+    if (remaining_ == 0) co_return BodyRead{};
+    if (buffer_.size() == 0) {
+      auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, pool_.io_buffer_bytes()));
+      auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(want), use_nothrow);
+      if (ec) {
+        failure_ = ec == asio::error::eof ? error_code(http::error::partial_message) : ec;
+        co_return BodyRead{failure_, {}};
+      }
+      buffer_.commit(n);
+    }
+    pending_ = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), remaining_));
+    co_return BodyRead{error_code{}, asio::buffer(buffer_.data().data(), pending_)};
+  }
+  // Chunked or until close: the parser finds the end (and the trailers). Beast sizes each socket read
+  // by the buffer's free capacity, which the head left small: give it room for full-sized reads.
+  auto& p = *response_;
+  const std::size_t size = pool_.io_buffer_bytes();
+  if (!scratch_) scratch_ = std::make_unique_for_overwrite<char[]>(size);
+  if (buffer_.capacity() < size) buffer_.reserve(size);
+  while (!p.is_done()) {
+    p.get().body().data = scratch_.get();
+    p.get().body().size = size;
+    auto [ec, n] = co_await http::async_read_some(socket_, buffer_, p, use_nothrow);
+    (void)n;
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      failure_ = ec;
+      co_return BodyRead{ec, {}};
+    }
+    std::size_t got = size - p.get().body().size;
+    if (got > 0) co_return BodyRead{error_code{}, asio::buffer(scratch_.get(), got)};
+  }
+  co_return BodyRead{};
+}
+
+void ClientConnection::consume_body(std::size_t n) {
+  if (framing_ != Framing::length) return;
+  buffer_.consume(n);
+  remaining_ -= n;
+  pending_ = 0;
+}
+
+const FieldList& ClientConnection::trailers() {
+  if (trailers_.empty() && framing_ == Framing::chunked && response_) {
+    std::size_t i = 0;
+    for (const auto& f : response_->get()) {
+      if (i++ < header_fields_) continue;  // trailers follow the head's fields in the parser's list
+      trailers_.emplace_back(f.name_string(), f.value());
+    }
+  }
+  return trailers_;
+}
+
+void ClientConnection::cancel() {
+  cancelled_ = true;
+  error_code ignore;
+  socket_.cancel(ignore);
+}
+
+Staleness ClientConnection::stale() const {
+  return reused_ && !got_response_bytes_ && closed_by_peer(failure_) ? Staleness::maybe_processed : Staleness::fresh;
+}
+
+bool ClientConnection::reusable() const {
+  if (cancelled_ || !request_done_ || !response_ || buffer_.size() != 0) return false;
+  bool complete = framing_ == Framing::none || (framing_ == Framing::length && remaining_ == 0) ||
+                  (framing_ == Framing::chunked && response_->is_done());
+  return complete && response_->keep_alive();
+}
+
+void ClientConnection::release(std::unique_ptr<ClientExchange> self) {
+  std::unique_ptr<ClientConnection> conn(static_cast<ClientConnection*>(self.release()));
+  if (!reusable()) return;  // closes it
+  pool_.release(std::move(conn));
+}
+
+tcp::socket* ClientConnection::tunnel_socket(beast::flat_buffer*& already_read) {
+  already_read = &buffer_;
+  return &socket_;
+}
+
+ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, std::size_t max_idle,
+                       Clock::duration connect_timeout, std::size_t max_response_header_bytes,
+                       std::size_t io_buffer_bytes)
+    : ex_(ex),
+      endpoint_(endpoint),
+      max_idle_(max_idle),
+      connect_timeout_(connect_timeout),
+      max_response_header_bytes_(max_response_header_bytes),
+      io_buffer_bytes_(io_buffer_bytes) {
+  idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
+}
+
+asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientConnection>>> ClientPool::acquire(bool verify) {
+  constexpr auto kFresh = std::chrono::milliseconds(100);
+  auto now = Clock::now();
+  while (!idle_.empty()) {
+    auto c = std::move(idle_.back());
+    idle_.pop_back();
+    if ((!verify && now - c->idle_since_ < kFresh) || looks_alive(c->socket_)) {
+      c->reused_ = true;
+      co_return std::tuple{error_code{}, std::move(c)};
+    }
+  }
+  auto c = std::make_unique<ClientConnection>(ex_, *this);
+  asio::steady_timer timer(ex_, connect_timeout_);
+  using namespace asio::experimental::awaitable_operators;
+  auto result = co_await (c->socket_.async_connect(endpoint_, use_nothrow) || timer.async_wait(use_nothrow));
+  if (result.index() == 1) co_return std::tuple{error_code(asio::error::timed_out), nullptr};
+  auto [ec] = std::get<0>(result);
+  if (ec) co_return std::tuple{ec, nullptr};
+  c->socket_.set_option(tcp::no_delay(true), ec);
+  co_return std::tuple{error_code{}, std::move(c)};
+}
+
+void ClientPool::release(std::unique_ptr<ClientConnection> conn) {
+  if (idle_.size() >= max_idle_) return;  // closes it
+  conn->idle_since_ = Clock::now();
+  conn->scratch_.reset();
+  conn->response_.reset();
+  if (conn->buffer_.capacity() > kIdleBufferBytes) conn->buffer_.shrink_to_fit();
+  idle_.push_back(std::move(conn));
+}
+
+void ClientPool::close_idle() { idle_.clear(); }
+
+}  // namespace sluice::proxy::h1

@@ -1,0 +1,457 @@
+// The HTTP/1.1 server codec; see server.h.
+#include "proxy/h1/server.h"
+
+#include <array>
+#include <cstdio>
+#include <limits>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include "proxy/forwarder.h"
+#include "proxy/h1/tunnel.h"
+#include "proxy/h2/server.h"
+#include "proxy/headers.h"
+#include "proxy/probe.h"
+
+namespace sluice::proxy::h1 {
+namespace {
+
+constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+constexpr std::size_t kIdleBufferBytes = 16 * 1024;
+// After an error answer that leaves request bytes unread, keep reading (and dropping) them for a
+// while, as nginx's lingering close does: closing with unread data sends a reset that can destroy
+// the answer before the client reads it.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::size_t kLingerBytes = 8 * 1024 * 1024;
+
+bool is_timeout_like(error_code ec) { return ec == asio::error::operation_aborted || ec == asio::error::timed_out; }
+
+bool client_went_away(error_code ec) {
+  return ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == http::error::end_of_stream;
+}
+
+// Maps a request parse error to the status sluice answers with.
+unsigned status_for_parse_error(error_code ec) {
+  if (ec == http::error::header_limit) return 431;
+  if (ec == http::error::body_limit) return 413;
+  return 400;
+}
+
+}  // namespace
+
+Connection::Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes)
+    : worker_(worker),
+      down_(std::move(socket)),
+      watchdog_(down_.get_executor(), *this),
+      scratch_down_(worker.config.io_buffer_bytes),
+      scratch_up_(worker.config.io_buffer_bytes),
+      watch_done_(down_.get_executor()) {
+  error_code ec;
+  auto ep = down_.remote_endpoint(ec);
+  if (!ec) {
+    auto addr = ep.address();
+    if (addr.is_v6() && addr.to_v6().is_v4_mapped()) addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+    peer_address_ = addr.to_string();
+    peer_ = addr.is_v6() ? "[" + peer_address_ + "]:" + std::to_string(ep.port())
+                         : peer_address_ + ":" + std::to_string(ep.port());
+  }
+  down_.set_option(tcp::no_delay(true), ec);
+  if (!initial_bytes.empty())
+    down_buffer_.commit(asio::buffer_copy(down_buffer_.prepare(initial_bytes.size()), asio::buffer(initial_bytes)));
+  record.peer = peer_;
+  worker_.connections.insert(this);
+}
+
+Connection::~Connection() { worker_.connections.erase(this); }
+
+void Connection::close_when_idle() {
+  if (!awaiting_request_) return;  // the exchange in progress ends the connection
+  auto grace = worker_.config.timeouts.drain_idle_close;
+  if (grace.count() <= 0 && down_buffer_.size() == 0) {
+    error_code ec;
+    down_.cancel(ec);
+    return;
+  }
+  close_idle_at_ = Clock::now() + grace;
+  watchdog_.rearm();
+}
+
+Clock::time_point Connection::next_deadline() const {
+  if (!awaiting_request_ || header_expired_) return Clock::time_point::max();
+  auto d = close_idle_at_;
+  const auto limit = worker_.config.timeouts.client_header;
+  if (limit.count() > 0) d = std::min(d, phase_start_ + limit);
+  return d;
+}
+
+void Connection::on_deadline() {
+  header_expired_ = true;
+  error_code ec;
+  down_.cancel(ec);
+}
+
+asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes) {
+  std::optional<h2::Handover> h2c;
+  std::string peer_address, peer;
+  {
+    Connection c(worker, std::move(socket), initial_bytes);
+    h2c = co_await c.run();
+    peer_address = c.peer_address_;
+    peer = c.peer_;
+  }
+  if (h2c) co_await h2::serve(worker, *h2c, peer_address, peer);
+}
+
+asio::awaitable<std::optional<h2::Handover>> Connection::run() {
+  const auto& limits = worker_.config.limits;
+  while (true) {
+    awaiting_request_ = true;
+    header_expired_ = false;
+    phase_start_ = Clock::now();
+    watchdog_.rearm();
+    // Shutting down: a keep-alive client may already be sending its next request; wait briefly for it.
+    if (worker_.draining) {
+      if (worker_.config.timeouts.drain_idle_close.count() <= 0 && down_buffer_.size() == 0 && !watching_) break;
+      close_idle_at_ = std::min(close_idle_at_, Clock::now() + worker_.config.timeouts.drain_idle_close);
+      watchdog_.rearm();
+    }
+    // The previous exchange's watch may still be reading: its bytes are this request's first.
+    if (auto wec = co_await end_watch(); wec) break;
+    // A streamed body may have grown the buffer: idle connections should not keep that memory.
+    if (down_buffer_.size() == 0 && down_buffer_.capacity() > kIdleBufferBytes) down_buffer_.shrink_to_fit();
+    auto& parser = parser_.emplace();
+    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    parser.body_limit(limits.max_body_bytes ? limits.max_body_bytes : kUnlimited);
+    auto [ec, n] = co_await http::async_read_header(down_, down_buffer_, parser, use_nothrow);
+    (void)n;
+    awaiting_request_ = false;
+    record.start = Clock::now();
+    if (ec) {
+      // A client that leaves (or idles out) between requests gets no answer; a malformed or
+      // oversized head gets one, then the connection closes since its framing cannot be trusted.
+      if (client_went_away(ec) || is_timeout_like(ec) || !parser.got_some()) break;
+      record.status = 0;
+      record.request_bytes = record.response_bytes = 0;
+      record.method.clear();
+      record.target.clear();
+      record.request_id.clear();
+      unsigned status = status_for_parse_error(ec);
+      std::string reason = status == 431   ? "request header fields too large"
+                           : status == 413 ? "request body too large"
+                                           : "bad request: " + ec.message();
+      co_await respond_locally(status, reason);
+      break;
+    }
+    if (!co_await exchange()) break;
+  }
+  awaiting_request_ = false;
+  if (upgrade_) {
+    std::string rest(static_cast<const char*>(down_buffer_.data().data()), down_buffer_.size());
+    co_return h2::Handover{.socket = std::move(down_), .initial_bytes = std::move(rest), .upgrade = std::move(upgrade_)};
+  }
+  error_code ec;
+  if (watching_) {
+    down_.cancel(ec);
+    co_await end_watch();
+  }
+  down_.shutdown(tcp::socket::shutdown_send, ec);
+  if (linger_ && !ec) co_await linger();
+  down_.close(ec);
+  co_return std::nullopt;
+}
+
+asio::awaitable<bool> Connection::exchange() {
+  auto& parser = *parser_;
+  auto& req = parser.get();
+  header_fields_ = field_count(req.base());
+  keep_alive_ = req.keep_alive() && !worker_.draining;
+  body_framing_ = parser.chunked() ? Framing::chunked
+                  : parser.content_length().value_or(0) > 0 ? Framing::length
+                                                            : Framing::none;
+  body_remaining_ = body_framing_ == Framing::length ? *parser.content_length() : 0;
+  body_info_ = {.kind = body_framing_ == Framing::chunked  ? BodyKind::unknown
+                        : body_framing_ == Framing::length ? BodyKind::length
+                                                           : BodyKind::none,
+                .content_length = to_std(parser.content_length())};
+  expect_continue_ = body_framing_ != Framing::none && iequals(req[http::field::expect], "100-continue");
+  body_done_ = body_framing_ == Framing::none;
+  stopped_ = head_pending_ = response_done_ = response_keep_ = aborted_ = tunnelled_ = false;
+  no_watch_ = !req[http::field::upgrade].empty();
+  record.protocol = "HTTP/1.1";
+
+  if (header_fields_ > worker_.config.limits.max_header_count) {
+    record.status = 0;
+    co_await respond_locally(431, "too many header fields");
+    co_return false;
+  }
+  if (req.version() >= 11 && req.find(http::field::host) == req.end()) {
+    co_await respond_locally(400, "bad request: missing Host header");
+    co_return false;
+  }
+  if (!req[http::field::upgrade].empty() && !down_.is_tls()) {  // h2c is for cleartext only (RFC 9113 §3.1)
+    if (co_await upgrade_to_h2c()) co_return false;
+  }
+  if (body_done_) watch_client();
+  co_await forward(worker_, *this);
+  co_return response_done_ && response_keep_ && !aborted_ && !stopped_ && body_done_ && !tunnelled_;
+}
+
+asio::awaitable<void> Connection::respond_locally(unsigned status, std::string_view body) {
+  record.status = static_cast<int>(status);
+  record.response_bytes = body.size() + 1;
+  linger_ = true;
+  head_.clear();
+  format_local_response(head_, status, body, false);
+  co_await write_all(head_);
+  log_exchange(worker_, record);
+}
+
+// Upgrade: h2c (RFC 7540 §3.2), on any method: answered with 101 when offered properly and any body
+// is small enough to read whole first; the request then becomes stream 1 of the HTTP/2 connection.
+// A malformed offer is ignored and the request served over HTTP/1.1, as the RFC allows.
+asio::awaitable<bool> Connection::upgrade_to_h2c() {
+  constexpr std::uint64_t kMaxUpgradeBody = 64 * 1024;
+  auto& parser = *parser_;
+  auto& req = parser.get();
+  auto connection = req[http::field::connection];
+  if (worker_.config.plain_protocols != ProxyConfig::PlainProtocols::http1_and_h2c ||
+      !iequals(req[http::field::upgrade], "h2c") || !listed_in_connection(connection, "upgrade") ||
+      !listed_in_connection(connection, "http2-settings") || req.count(http::field::http2_settings) != 1 ||
+      body_framing_ == Framing::chunked)
+    co_return false;
+  auto settings = h2::decode_base64url(req[http::field::http2_settings]);
+  if (!settings || settings->size() % 6 != 0) co_return false;
+  std::string payload;
+  if (body_framing_ == Framing::length) {
+    auto length = *parser.content_length();
+    if (length > kMaxUpgradeBody) co_return false;
+    while (down_buffer_.size() < length) {
+      auto [ec, n] = co_await down_.async_read_some(down_buffer_.prepare(length - down_buffer_.size()), use_nothrow);
+      if (ec) co_return false;
+      down_buffer_.commit(n);
+    }
+    payload.assign(static_cast<const char*>(down_buffer_.data().data()), static_cast<std::size_t>(length));
+    down_buffer_.consume(static_cast<std::size_t>(length));
+  }
+  static constexpr std::string_view k101 = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  if (co_await write_all(k101)) co_return false;
+  http::request_header<> stream1 = req.base();
+  stream1.erase(http::field::upgrade);
+  stream1.erase(http::field::http2_settings);
+  stream1.erase(http::field::connection);
+  upgrade_.emplace(
+      h2::UpgradeRequest{.settings = std::move(*settings), .request = std::move(stream1), .body = std::move(payload)});
+  co_return true;
+}
+
+asio::awaitable<void> Connection::linger() {
+  using namespace asio::experimental::awaitable_operators;
+  auto discard = [this]() -> asio::awaitable<void> {
+    std::span<char> buf = scratch_down_.get();
+    std::size_t total = 0;
+    while (total < kLingerBytes) {
+      auto [ec, n] = co_await down_.async_read_some(asio::buffer(buf.data(), buf.size()), use_nothrow);
+      if (ec) co_return;
+      total += n;
+    }
+  };
+  asio::steady_timer limit(down_.get_executor(), kLingerTime);
+  co_await (discard() || limit.async_wait(use_nothrow));
+}
+
+asio::awaitable<error_code> Connection::write_all(std::string_view bytes) {
+  auto [ec, n] = co_await asio::async_write(down_, asio::buffer(bytes), use_nothrow);
+  (void)n;
+  co_return ec;
+}
+
+void Connection::watch_client() {
+  // Pipelined bytes already here, or an upgrade whose tunnel will read the socket: nothing to watch.
+  if (watching_ || down_buffer_.size() > 0 || no_watch_) return;
+  watching_ = true;
+  watch_result_ = {};
+  auto space = down_buffer_.prepare(beast::read_size_or_throw(down_buffer_, 65536));
+  down_.async_read_some(space, [this](error_code ec, std::size_t n) {
+    watching_ = false;
+    watch_result_ = ec;
+    if (!ec) down_buffer_.commit(n);
+    watch_done_.notify();
+    // Not a deadline's or the codec's own cancel: the client closed or reset its connection.
+    if (ec && ec != asio::error::operation_aborted && watcher) watcher->client_gone();
+  });
+}
+
+asio::awaitable<error_code> Connection::end_watch() {
+  while (watching_) co_await watch_done_.wait();
+  auto ec = watch_result_;
+  watch_result_ = {};
+  co_return ec;
+}
+
+void Connection::body_complete() {
+  if (body_done_) return;
+  body_done_ = true;
+  watch_client();
+}
+
+asio::awaitable<BodyRead> Connection::read_body() {
+  if (stopped_) co_return BodyRead{asio::error::operation_aborted, {}};
+  if (expect_continue_) {
+    expect_continue_ = false;
+    static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (auto ec = co_await write_all(k100)) co_return BodyRead{ec, {}};
+  }
+  if (body_framing_ == Framing::none) co_return BodyRead{};
+  if (body_framing_ == Framing::length) {
+    if (body_remaining_ == 0) {
+      body_complete();
+      co_return BodyRead{};
+    }
+    if (down_buffer_.size() == 0) {
+      auto want = static_cast<std::size_t>(std::min<std::uint64_t>(body_remaining_, worker_.config.io_buffer_bytes));
+      auto [ec, n] = co_await down_.async_read_some(down_buffer_.prepare(want), use_nothrow);
+      if (ec) co_return BodyRead{ec == asio::error::eof ? error_code(http::error::partial_message) : ec, {}};
+      down_buffer_.commit(n);
+    }
+    auto n = static_cast<std::size_t>(std::min<std::uint64_t>(down_buffer_.size(), body_remaining_));
+    co_return BodyRead{error_code{}, asio::buffer(down_buffer_.data().data(), n)};
+  }
+  // Chunked: the parser finds the end and the trailers.
+  auto& parser = *parser_;
+  std::span<char> scratch = scratch_down_.get();
+  if (down_buffer_.capacity() < scratch.size()) down_buffer_.reserve(scratch.size());
+  while (!parser.is_done()) {
+    parser.get().body().data = scratch.data();
+    parser.get().body().size = scratch.size();
+    auto [ec, n] = co_await http::async_read_some(down_, down_buffer_, parser, use_nothrow);
+    (void)n;
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return BodyRead{ec, {}};
+    std::size_t got = scratch.size() - parser.get().body().size;
+    if (got > 0) co_return BodyRead{error_code{}, asio::buffer(scratch.data(), got)};
+  }
+  body_complete();
+  co_return BodyRead{};
+}
+
+void Connection::consume_body(std::size_t n) {
+  if (body_framing_ != Framing::length) return;
+  down_buffer_.consume(n);
+  body_remaining_ -= n;
+  if (body_remaining_ == 0) body_complete();
+}
+
+std::optional<asio::const_buffer> Connection::body_in_hand() {
+  if (body_framing_ != Framing::length || expect_continue_ || down_buffer_.size() < body_remaining_) return std::nullopt;
+  return asio::buffer(down_buffer_.data().data(), static_cast<std::size_t>(body_remaining_));
+}
+
+FieldList Connection::request_trailers() {
+  FieldList trailers;
+  if (body_framing_ != Framing::chunked) return trailers;
+  std::size_t i = 0;
+  for (const auto& f : parser_->get()) {
+    if (i++ < header_fields_) continue;  // a chunked body's trailers follow the head's fields in the parser's list
+    trailers.emplace_back(f.name_string(), f.value());
+  }
+  return trailers;
+}
+
+asio::awaitable<error_code> Connection::send_interim(const http::response_header<>& head) {
+  head_.clear();
+  format_downstream_response(head_, head, Framing::none, std::nullopt, true, false, parser_->get().version());
+  co_return co_await write_all(head_);
+}
+
+asio::awaitable<error_code> Connection::send_head(const http::response_header<>& head, BodyInfo body,
+                                                  bool more_soon) {
+  const unsigned version = parser_->get().version();
+  const bool upgrade = head.result_int() == 101;
+  Framing up = body.kind == BodyKind::none     ? Framing::none
+               : body.kind == BodyKind::length ? Framing::length
+                                               : Framing::until_close;
+  out_framing_ = downstream_framing(up, version);
+  // Shutdown may have begun during the exchange: say so in this response.
+  response_keep_ = keep_alive_ && !worker_.draining && out_framing_ != Framing::until_close && !upgrade;
+  head_.clear();
+  format_downstream_response(head_, head, out_framing_, body.content_length, response_keep_, upgrade, version);
+  if (more_soon && out_framing_ != Framing::none) {
+    head_pending_ = true;  // leaves with the first body bytes, in one write
+    co_return error_code{};
+  }
+  co_return co_await write_all(head_);
+}
+
+asio::awaitable<error_code> Connection::write_body(asio::const_buffer data) {
+  char chunk_size[24];
+  std::array<asio::const_buffer, 4> bufs;
+  std::size_t n = 0;
+  if (head_pending_) bufs[n++] = asio::buffer(head_);
+  if (out_framing_ == Framing::chunked) {
+    int len = std::snprintf(chunk_size, sizeof chunk_size, "%zx\r\n", data.size());
+    bufs[n++] = asio::buffer(chunk_size, static_cast<std::size_t>(len));
+    bufs[n++] = data;
+    bufs[n++] = asio::buffer("\r\n", 2);
+  } else {
+    bufs[n++] = data;
+  }
+  head_pending_ = false;
+  auto [ec, written] = co_await asio::async_write(down_, std::span(bufs.data(), n), use_nothrow);
+  (void)written;
+  co_return ec;
+}
+
+asio::awaitable<error_code> Connection::end_body(const FieldList& trailers) {
+  error_code ec;
+  if (out_framing_ == Framing::chunked) {
+    std::string tail = head_pending_ ? std::move(head_) : std::string();
+    tail += "0\r\n";
+    for (const auto& [name, value] : trailers) {
+      tail += name;
+      tail += ": ";
+      tail += value;
+      tail += "\r\n";
+    }
+    tail += "\r\n";
+    ec = co_await write_all(tail);
+  } else if (head_pending_) {
+    ec = co_await write_all(head_);
+  }
+  head_pending_ = false;
+  if (!ec) response_done_ = true;
+  co_return ec;
+}
+
+asio::awaitable<void> Connection::send_local(const LocalAnswer& a) {
+  LocalResponseExtras extras{.exact_body = a.exact_body};
+  if (!a.network_hash.empty()) {
+    extras.extra_name = kNetworkHashHeader;
+    extras.extra_value = a.network_hash;
+  }
+  // A local answer leaves an unread request body behind: the connection cannot carry another request.
+  response_keep_ = keep_alive_ && !a.close && body_done_;
+  linger_ = !response_keep_;
+  head_.clear();
+  format_local_response(head_, a.status, a.body, response_keep_, record.request_id, extras);
+  if (!co_await write_all(head_)) response_done_ = true;
+}
+
+asio::awaitable<void> Connection::tunnel(tcp::socket& app, beast::flat_buffer& app_read, Clock::time_point& last_activity) {
+  tunnelled_ = true;
+  co_await relay_tunnel(down_, down_buffer_, scratch_down_, app, app_read, scratch_up_, last_activity);
+}
+
+void Connection::cancel_io() {
+  error_code ec;
+  down_.cancel(ec);
+}
+
+void Connection::stop_reading() {
+  if (body_done_ || stopped_) return;
+  stopped_ = true;
+  error_code ec;
+  down_.cancel(ec);
+}
+
+}  // namespace sluice::proxy::h1

@@ -1,0 +1,114 @@
+// The HTTP/1.1 server codec: one downstream connection. It reads requests in order (keep-alive,
+// pipelining), presents each as a ServerExchange to the forwarder, and writes the response in HTTP/1.1
+// framing. It answers what only HTTP/1.1 has (malformed heads, `Expect: 100-continue`, `Upgrade: h2c`);
+// everything else is the forwarder's.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proxy/exchange.h"
+#include "proxy/h1/scratch.h"
+#include "proxy/h1/message.h"
+#include "proxy/h2/handover.h"
+#include "proxy/notifier.h"
+#include "proxy/watchdog.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy::h1 {
+
+class Connection final : private Watchdog::Target, public ConnectionHandle, public ServerExchange {
+ public:
+  Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes = {});
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Ends with the connection closed, or handed over when the client upgraded to h2c.
+  asio::awaitable<std::optional<h2::Handover>> run();
+  void close_when_idle() override;
+
+  // ServerExchange: the request being served.
+  http::request_header<>& request() override { return parser_->get().base(); }
+  BodyInfo request_body() const override { return body_info_; }
+  std::string_view peer_address() const override { return peer_address_; }
+  bool is_tls() const override { return down_.is_tls(); }
+  asio::awaitable<BodyRead> read_body() override;
+  void consume_body(std::size_t n) override;
+  std::optional<asio::const_buffer> body_in_hand() override;
+  FieldList request_trailers() override;
+  asio::awaitable<error_code> send_interim(const http::response_header<>& head) override;
+  asio::awaitable<error_code> send_head(const http::response_header<>& head, BodyInfo body, bool more_soon) override;
+  asio::awaitable<error_code> write_body(asio::const_buffer data) override;
+  asio::awaitable<error_code> end_body(const FieldList& trailers) override;
+  asio::awaitable<void> send_local(const LocalAnswer& answer) override;
+  void abort() override { aborted_ = true; }
+  asio::awaitable<void> tunnel(tcp::socket& app, beast::flat_buffer& app_read,
+                               Clock::time_point& last_activity) override;
+  asio::awaitable<void> flushed() override { co_return; }  // every write completes before it returns
+  void cancel_io() override;
+  void stop_reading() override;
+  bool answers_mid_body() const override { return true; }  // and then closes the connection
+
+ private:
+  // Serves one parsed request; returns whether the connection may carry another.
+  asio::awaitable<bool> exchange();
+  asio::awaitable<void> respond_locally(unsigned status, std::string_view body);
+  asio::awaitable<void> linger();
+  asio::awaitable<bool> upgrade_to_h2c();
+  asio::awaitable<error_code> write_all(std::string_view bytes);
+  void body_complete();
+  // After the request body: a read that tells when the client goes away mid-exchange, and that becomes
+  // the first read of the next request when it brings bytes instead.
+  void watch_client();
+  asio::awaitable<error_code> end_watch();
+  friend asio::awaitable<void> serve(WorkerContext&, Downstream&, const std::string&);
+
+  Clock::time_point next_deadline() const override;
+  void on_deadline() override;
+
+  WorkerContext& worker_;
+  Downstream down_;
+  beast::flat_buffer down_buffer_;
+  std::string peer_address_;  // client IP
+  std::string peer_;          // client ip:port
+  Watchdog watchdog_;         // header and keep-alive deadlines (the forwarder keeps the exchange's)
+  ScratchBuffer scratch_down_, scratch_up_;  // chunked decoding and tunnels, allocated on first use
+  std::string head_;                         // the response head being written, reused across exchanges
+
+  // The exchange in progress.
+  std::optional<RequestParser> parser_;
+  BodyInfo body_info_;
+  Framing body_framing_ = Framing::none;
+  std::uint64_t body_remaining_ = 0;  // Framing::length
+  std::size_t header_fields_ = 0;     // fields after these in the parser's list are trailers
+  bool keep_alive_ = false;           // the client allows another request after this one
+  bool expect_continue_ = false;
+  bool body_done_ = false;
+  bool stopped_ = false;         // the forwarder stopped reading the body: the framing is out of step
+  bool head_pending_ = false;    // head_ waits to leave with the first body bytes
+  Framing out_framing_ = Framing::none;
+  bool response_done_ = false;
+  bool response_keep_ = false;   // the response said the connection stays open
+  bool aborted_ = false;
+  bool tunnelled_ = false;
+  bool no_watch_ = false;        // an upgrade request: the tunnel reads the socket
+
+  bool awaiting_request_ = true;
+  bool header_expired_ = false;
+  bool watching_ = false;
+  error_code watch_result_;
+  Notifier watch_done_;
+  bool linger_ = false;  // the connection ends after a local answer: drain what the client still sends
+  Clock::time_point phase_start_;
+  Clock::time_point close_idle_at_ = Clock::time_point::max();  // set at shutdown
+  std::optional<h2::UpgradeRequest> upgrade_;  // set once 101 went out for h2c
+};
+
+// Accepted-socket entry point: owns the Connection for its whole life.
+// `initial_bytes` were read from the socket already (while sniffing for the HTTP/2 preface).
+// (By reference: GCC 12 destroys by-value temporaries of a co_await expression twice.)
+asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes);
+
+}  // namespace sluice::proxy::h1
