@@ -51,6 +51,7 @@ asio::awaitable<error_code> ClientConnection::send_head(const UpstreamRequest& r
 }
 
 asio::awaitable<error_code> ClientConnection::write_body(asio::const_buffer data) {
+  if (cancelled_) co_return error_code(asio::error::operation_aborted);
   char chunk_head[24];
   std::array<asio::const_buffer, 3> bufs;
   std::size_t count = 0;
@@ -80,6 +81,7 @@ asio::awaitable<error_code> ClientConnection::end_body(const FieldList& trailers
 }
 
 asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientConnection::read_head() {
+  if (cancelled_) co_return std::tuple{error_code(asio::error::operation_aborted), nullptr};
   response_.emplace();
   auto& p = *response_;
   p.header_limit(static_cast<std::uint32_t>(pool_.max_response_header_bytes()));
@@ -110,6 +112,7 @@ BodyInfo ClientConnection::response_body() const {
 }
 
 asio::awaitable<BodyRead> ClientConnection::read_body() {
+  if (cancelled_) co_return BodyRead{asio::error::operation_aborted, {}};
   if (framing_ == Framing::none) co_return BodyRead{};
   if (framing_ == Framing::length) {
     // Known length: raw bytes, no parsing; bytes past the body (there should be none) are not taken.

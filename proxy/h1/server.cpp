@@ -178,6 +178,7 @@ asio::awaitable<bool> Connection::exchange() {
   body_done_ = body_framing_ == Framing::none;
   stopped_ = head_pending_ = response_done_ = response_keep_ = aborted_ = tunnelled_ = false;
   no_watch_ = !req[http::field::upgrade].empty();
+  io_cancelled_ = false;
   record.protocol = "HTTP/1.1";
 
   if (header_fields_ > worker_.config.limits.max_header_count) {
@@ -296,7 +297,7 @@ void Connection::body_complete() {
 }
 
 asio::awaitable<BodyRead> Connection::read_body() {
-  if (stopped_) co_return BodyRead{asio::error::operation_aborted, {}};
+  if (stopped_ || io_cancelled_) co_return BodyRead{asio::error::operation_aborted, {}};
   if (expect_continue_) {
     expect_continue_ = false;
     static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -384,6 +385,7 @@ asio::awaitable<error_code> Connection::send_head(const http::response_header<>&
 }
 
 asio::awaitable<error_code> Connection::write_body(asio::const_buffer data) {
+  if (io_cancelled_) co_return error_code(asio::error::operation_aborted);
   char chunk_size[24];
   std::array<asio::const_buffer, 4> bufs;
   std::size_t n = 0;
@@ -443,6 +445,7 @@ asio::awaitable<void> Connection::tunnel(tcp::socket& app, beast::flat_buffer& a
 }
 
 void Connection::cancel_io() {
+  io_cancelled_ = true;
   error_code ec;
   down_.cancel(ec);
 }

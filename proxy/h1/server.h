@@ -93,7 +93,8 @@ class Connection final : private Watchdog::Target, public ConnectionHandle, publ
   bool response_keep_ = false;   // the response said the connection stays open
   bool aborted_ = false;
   bool tunnelled_ = false;
-  bool no_watch_ = false;        // an upgrade request: the tunnel reads the socket
+  bool no_watch_ = false;
+  bool io_cancelled_ = false;    // a deadline passed or the client left: no more I/O for this exchange        // an upgrade request: the tunnel reads the socket
 
   bool awaiting_request_ = true;
   bool header_expired_ = false;

@@ -112,3 +112,38 @@ TEST(Timeouts, SlowClientHeaderIsClosed) {
 
 }  // namespace
 }  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+// A client that gives up before the response: the exchange ends at once (not when the app answers),
+// the app's request is cancelled, and the request log says 499, as nginx's does.
+void expect_client_gone_is_499(const std::vector<std::string>& protocol_flags, const std::string& id) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"SERVING_ENABLE_REQUEST_LOG", "true"}}});
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> args = protocol_flags;
+  args.insert(args.end(), {"--max-time", "1", "-H", "X-Request-Id: " + id, sidecar.url("/delay/4000")});
+  auto r = curl(args);
+  EXPECT_EQ(r.exit_code, 28) << r.err;  // curl: operation timed out
+  auto line = sidecar.process->wait_for_line("\"requestId\":\"" + id + "\"", std::chrono::seconds(6));
+  ASSERT_TRUE(line) << "no request log line";
+  auto logged_after = std::chrono::steady_clock::now() - start;
+  EXPECT_NE(line->find("\"status\":499"), std::string::npos) << *line;
+  EXPECT_LT(logged_after, std::chrono::milliseconds(3000)) << "the exchange waited for the app";
+  // The sidecar keeps serving.
+  std::vector<std::string> again = protocol_flags;
+  again.push_back(sidecar.url("/"));
+  EXPECT_EQ(curl(again).out, "Hello from sluice-demo-app\n");
+}
+
+TEST(ClientGone, Http11ClientLeavingBeforeTheResponseIs499AndEndsAtOnce) {
+  expect_client_gone_is_499({}, "gone-h1");
+}
+
+TEST(ClientGone, Http2ClientLeavingBeforeTheResponseIs499AndEndsAtOnce) {
+  expect_client_gone_is_499({"--http2-prior-knowledge"}, "gone-h2");
+}
+
+}  // namespace
+}  // namespace sluice::test

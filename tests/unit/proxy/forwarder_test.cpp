@@ -1,0 +1,374 @@
+// The forwarder's policy table with fake codecs on both sides: for every protocol pair (an HTTP/1.1-like
+// or HTTP/2-like client side, an HTTP/1.1 or h2c app side) the same retry rule, deadlines, status mapping
+// and 499 for a client that leaves.
+#include "proxy/forwarder.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "proxy/failure.h"
+#include "proxy/shared_state.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The client's side. `h2_like`: a refusal mid-body resets the exchange instead of answering.
+class FakeServer final : public ServerExchange {
+ public:
+  FakeServer(const asio::any_io_executor& ex, bool h2_like, std::string method = "GET",
+             std::vector<std::string> chunks = {})
+      : h2_like_(h2_like), body_(std::move(chunks)), wake_(ex, Clock::time_point::max()) {
+    req_.method_string(method);
+    req_.target("/x");
+    req_.version(11);
+    req_.set(http::field::host, "app.example");
+    req_.set(http::field::connection, "keep-alive, x-hop");
+    req_.set("X-Hop", "drop me");
+    record.start = Clock::now();
+    if (!body_.empty()) info_ = {.kind = BodyKind::unknown};
+  }
+
+  http::request_header<>& request() override { return req_; }
+  BodyInfo request_body() const override { return info_; }
+  std::string_view peer_address() const override { return "192.0.2.7"; }
+  bool is_tls() const override { return false; }
+  asio::awaitable<BodyRead> read_body() override {
+    if (next_ < body_.size()) co_return BodyRead{error_code{}, asio::buffer(body_[next_])};
+    if (hold_body_) {  // a client that never sends the rest
+      co_await wake_.async_wait(use_nothrow);
+      co_return BodyRead{asio::error::operation_aborted, {}};
+    }
+    co_return BodyRead{};
+  }
+  void consume_body(std::size_t) override { ++next_; }
+  std::optional<asio::const_buffer> body_in_hand() override { return std::nullopt; }
+  FieldList request_trailers() override { return {{"x-req-trailer", "1"}}; }
+  asio::awaitable<error_code> send_interim(const http::response_header<>& head) override {
+    interims.push_back(head.result_int());
+    co_return error_code{};
+  }
+  asio::awaitable<error_code> send_head(const http::response_header<>& head, BodyInfo, bool) override {
+    status = head.result_int();
+    co_return error_code{};
+  }
+  asio::awaitable<error_code> write_body(asio::const_buffer data) override {
+    body.append(static_cast<const char*>(data.data()), data.size());
+    co_return error_code{};
+  }
+  asio::awaitable<error_code> end_body(const FieldList& t) override {
+    trailers = t;
+    ended = true;
+    co_return error_code{};
+  }
+  asio::awaitable<void> send_local(const LocalAnswer& a) override {
+    local = a;
+    co_return;
+  }
+  void abort() override { aborted = true; }
+  asio::awaitable<void> tunnel(tcp::socket&, beast::flat_buffer&, Clock::time_point&) override { co_return; }
+  asio::awaitable<void> flushed() override { co_return; }
+  void cancel_io() override { wake_.cancel(); }
+  void stop_reading() override { wake_.cancel(); }
+  bool answers_mid_body() const override { return !h2_like_; }
+
+  void hold_body() { hold_body_ = true; }
+
+  // What the client got.
+  std::vector<unsigned> interims;
+  unsigned status = 0;
+  std::string body;
+  FieldList trailers;
+  bool ended = false;
+  std::optional<LocalAnswer> local;
+  bool aborted = false;
+
+ private:
+  bool h2_like_;
+  http::request_header<> req_;
+  BodyInfo info_;
+  std::vector<std::string> body_;
+  std::size_t next_ = 0;
+  bool hold_body_ = false;
+  asio::steady_timer wake_;
+};
+
+// The app's side of one attempt, scripted.
+struct Script {
+  error_code head_error;            // read_head fails with this (after the request went out)
+  bool hang = false;                // read_head waits until cancelled
+  std::vector<unsigned> statuses{200};  // interim ones first
+  std::vector<std::string> body{"hello"};
+  FieldList trailers{{"grpc-status", "0"}};
+  Staleness stale = Staleness::fresh;
+};
+
+struct Seen {
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::string body;
+  FieldList trailers;
+  bool cancelled = false;
+  bool released = false;
+};
+
+class FakeClient final : public ClientExchange {
+ public:
+  FakeClient(const asio::any_io_executor& ex, Script s, Seen& seen)
+      : script_(std::move(s)), seen_(seen), wake_(ex, Clock::time_point::max()) {}
+
+  asio::awaitable<error_code> send_head(const UpstreamRequest& r, std::optional<asio::const_buffer> body) override {
+    struct Sink final : FieldSink {
+      Seen& seen;
+      explicit Sink(Seen& s) : seen(s) {}
+      void field(std::string_view n, std::string_view v) override { seen.fields.emplace_back(n, v); }
+    } sink(seen_);
+    r.fields(sink);
+    if (body) seen_.body.append(static_cast<const char*>(body->data()), body->size());
+    co_return error_code{};
+  }
+  asio::awaitable<error_code> write_body(asio::const_buffer data) override {
+    seen_.body.append(static_cast<const char*>(data.data()), data.size());
+    co_return error_code{};
+  }
+  asio::awaitable<error_code> end_body(const FieldList& t) override {
+    seen_.trailers = t;
+    co_return error_code{};
+  }
+  asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() override {
+    if (script_.hang) {
+      if (!seen_.cancelled) co_await wake_.async_wait(use_nothrow);
+      co_return std::tuple{error_code(asio::error::operation_aborted), nullptr};
+    }
+    if (script_.head_error) co_return std::tuple{script_.head_error, nullptr};
+    head_ = {};
+    head_.result(script_.statuses[next_head_++]);
+    co_return std::tuple{error_code{}, &head_};
+  }
+  BodyInfo response_body() const override { return {.kind = BodyKind::unknown}; }
+  bool body_at_hand() const override { return false; }
+  asio::awaitable<BodyRead> read_body() override {
+    if (next_ < script_.body.size()) co_return BodyRead{error_code{}, asio::buffer(script_.body[next_])};
+    co_return BodyRead{};
+  }
+  void consume_body(std::size_t) override { ++next_; }
+  const FieldList& trailers() override { return script_.trailers; }
+  void cancel() override {
+    seen_.cancelled = true;
+    wake_.cancel();
+  }
+  Staleness stale() const override { return script_.stale; }
+  void release(std::unique_ptr<ClientExchange> self) override {
+    seen_.released = true;
+    self.reset();
+  }
+  tcp::socket* tunnel_socket(beast::flat_buffer*&) override { return nullptr; }
+
+ private:
+  Script script_;
+  Seen& seen_;
+  http::response_header<> head_;
+  std::size_t next_head_ = 0, next_ = 0;
+  asio::steady_timer wake_;
+};
+
+class FakeConnector final : public Connector {
+ public:
+  explicit FakeConnector(const asio::any_io_executor& ex) : ex_(ex) {}
+  asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientExchange>>> open(AppProtocol p, const tcp::endpoint*,
+                                                                               bool verify) override {
+    protocols.push_back(p);
+    verified.push_back(verify);
+    if (connect_error) co_return std::tuple{connect_error, nullptr};
+    auto& seen = seen_list.emplace_back();
+    Script s = scripts.empty() ? Script{} : scripts.front();
+    if (!scripts.empty()) scripts.pop_front();
+    co_return std::tuple{error_code{}, std::make_unique<FakeClient>(ex_, std::move(s), seen)};
+  }
+
+  std::deque<Script> scripts;
+  error_code connect_error;
+  std::vector<AppProtocol> protocols;
+  std::vector<bool> verified;
+  std::deque<Seen> seen_list;
+
+ private:
+  asio::any_io_executor ex_;
+};
+
+// One protocol pair: the client side is HTTP/2-like or not, the app speaks h2c or HTTP/1.1.
+struct Pair {
+  bool h2_client;
+  bool h2c_app;
+};
+
+class ForwarderPolicy : public ::testing::TestWithParam<Pair> {
+ protected:
+  ForwarderPolicy() {
+    config.upstream_protocol = GetParam().h2c_app ? ProxyConfig::UpstreamProtocol::h2c : ProxyConfig::UpstreamProtocol::http1;
+  }
+  // The staleness the app side reports for a connection it had closed, as each upstream codec does.
+  Staleness stale_kind() const { return GetParam().h2c_app ? Staleness::unprocessed : Staleness::maybe_processed; }
+
+  // Runs one exchange to its end with the app side scripted.
+  void run(FakeServer& server, std::chrono::milliseconds limit = 2s) {
+    SharedState shared(config, 1);
+    WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
+    worker.connector = &connector;
+    bool done = false;
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+      co_await forward(worker, server);
+      done = true;
+    }, asio::detached);
+    io.run_for(limit);
+    ASSERT_TRUE(done) << "the exchange did not end";
+  }
+  FakeServer server(std::string method = "GET", std::vector<std::string> body = {}) {
+    return FakeServer(io.get_executor(), GetParam().h2_client, std::move(method), std::move(body));
+  }
+
+  asio::io_context io;
+  ProxyConfig config;
+  FakeConnector connector{io.get_executor()};
+};
+
+TEST_P(ForwarderPolicy, RelaysHeadBodyAndTrailersBothWaysWithTheHeaderPolicy) {
+  auto s = server("POST", {"ab", "cd"});
+  connector.scripts.push_back({.statuses = {100, 103, 200}});
+  run(s);
+  ASSERT_EQ(connector.protocols.size(), 1u);
+  EXPECT_EQ(connector.protocols[0], GetParam().h2c_app ? AppProtocol::h2c : AppProtocol::http1);
+  const auto& seen = connector.seen_list.front();
+  EXPECT_EQ(seen.body, "abcd");
+  EXPECT_EQ(seen.trailers, (FieldList{{"x-req-trailer", "1"}}));
+  auto has = [&](std::string_view name) {
+    for (const auto& [n, v] : seen.fields)
+      if (iequals(n, name)) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("Host"));
+  EXPECT_TRUE(has("X-Forwarded-For"));
+  EXPECT_TRUE(has("X-Request-Id"));
+  EXPECT_FALSE(has("X-Hop"));       // named in Connection: stops at this hop
+  EXPECT_FALSE(has("Connection"));
+  EXPECT_EQ(s.interims, std::vector<unsigned>{103});  // 100 is sluice's own business
+  EXPECT_EQ(s.status, 200u);
+  EXPECT_EQ(s.body, "hello");
+  EXPECT_EQ(s.trailers, (FieldList{{"grpc-status", "0"}}));
+  EXPECT_TRUE(s.ended);
+  EXPECT_EQ(s.record.status, 200);
+  EXPECT_EQ(s.record.request_bytes, 4u);
+  EXPECT_EQ(s.record.response_bytes, 5u);
+}
+
+TEST_P(ForwarderPolicy, AStaleConnectionIsRetriedOnceOnAVerifiedOneForAnIdempotentRequest) {
+  auto s = server("GET");
+  connector.scripts.push_back({.head_error = asio::error::connection_reset, .stale = stale_kind()});
+  run(s);
+  ASSERT_EQ(connector.verified.size(), 2u);
+  EXPECT_TRUE(connector.verified[1]);  // the second attempt never takes an unchecked pooled connection
+  EXPECT_EQ(s.status, 200u);
+  EXPECT_EQ(s.body, "hello");
+  EXPECT_FALSE(connector.seen_list.front().released);  // the stale one is dropped
+  EXPECT_TRUE(connector.seen_list.back().released);    // the good one goes back to its pool
+}
+
+TEST_P(ForwarderPolicy, ANonIdempotentRequestIsRetriedOnlyWhenTheAppSaysItDidNotProcessIt) {
+  auto s = server("POST");
+  connector.scripts.push_back({.head_error = asio::error::connection_reset, .stale = stale_kind()});
+  run(s);
+  if (GetParam().h2c_app) {  // REFUSED_STREAM: nothing reached the app
+    EXPECT_EQ(connector.verified.size(), 2u);
+    EXPECT_EQ(s.status, 200u);
+  } else {  // a closed keep-alive connection may have delivered it: not sent twice
+    EXPECT_EQ(connector.verified.size(), 1u);
+    EXPECT_TRUE(connector.verified[0]);  // so the pooled connection was checked before use
+    ASSERT_TRUE(s.local);
+    EXPECT_EQ(s.local->status, 502u);
+  }
+}
+
+TEST_P(ForwarderPolicy, AFailureOnAWorkingConnectionIs502AndNotRetried) {
+  auto s = server("GET");
+  connector.scripts.push_back({.head_error = asio::error::connection_reset, .stale = Staleness::fresh});
+  run(s);
+  EXPECT_EQ(connector.verified.size(), 1u);
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 502u);
+  EXPECT_EQ(s.local->body, "bad gateway: upstream: " + error_code(asio::error::connection_reset).message());
+  EXPECT_EQ(s.record.status, 502);
+}
+
+TEST_P(ForwarderPolicy, NoConnectionToTheAppIs502ConnectError) {
+  auto s = server();
+  connector.connect_error = asio::error::connection_refused;
+  run(s);
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 502u);
+  EXPECT_EQ(s.local->body.rfind("bad gateway: upstream connect error: ", 0), 0u) << s.local->body;
+}
+
+TEST_P(ForwarderPolicy, TheResponseStartDeadlineIs504AndCancelsTheApp) {
+  config.timeouts.response_start = 50ms;
+  auto s = server();
+  connector.scripts.push_back({.hang = true});
+  run(s);
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 504u);
+  EXPECT_EQ(s.local->body, "request timeout");
+  EXPECT_TRUE(s.local->close);
+  EXPECT_TRUE(connector.seen_list.front().cancelled);
+}
+
+TEST_P(ForwarderPolicy, TheRequestDeadlineIs504) {
+  config.timeouts.request = 50ms;
+  auto s = server();
+  connector.scripts.push_back({.hang = true});
+  run(s);
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 504u);
+}
+
+TEST_P(ForwarderPolicy, AClientThatLeavesIs499AtOnceAndTheAppIsCancelled) {
+  auto s = server();
+  connector.scripts.push_back({.hang = true});
+  asio::steady_timer leave(io, 20ms);
+  leave.async_wait([&](error_code) { s.watcher->client_gone(); });
+  auto start = Clock::now();
+  run(s);
+  EXPECT_LT(Clock::now() - start, 1s);
+  EXPECT_FALSE(s.local);  // nobody to answer
+  EXPECT_TRUE(s.aborted);
+  EXPECT_EQ(s.record.status, kClientClosedRequest);
+  EXPECT_TRUE(connector.seen_list.front().cancelled);
+}
+
+TEST_P(ForwarderPolicy, ABodyPastTheLimitIs413OrAResetWhereAnAnswerCannotGoMidBody) {
+  config.limits.max_body_bytes = 3;
+  auto s = server("POST", {"ab", "cd"});
+  s.hold_body();
+  connector.scripts.push_back({.hang = true});
+  run(s);
+  EXPECT_EQ(s.record.status, 413);
+  EXPECT_TRUE(connector.seen_list.front().cancelled);
+  if (GetParam().h2_client) {
+    EXPECT_TRUE(s.aborted);
+    EXPECT_FALSE(s.local);
+  } else {
+    ASSERT_TRUE(s.local);
+    EXPECT_EQ(s.local->status, 413u);
+    EXPECT_TRUE(s.local->close);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryProtocolPair, ForwarderPolicy,
+                         ::testing::Values(Pair{false, false}, Pair{false, true}, Pair{true, false}, Pair{true, true}),
+                         [](const auto& pair) {
+                           return std::string(pair.param.h2_client ? "H2" : "H1") + "To" +
+                                  (pair.param.h2c_app ? "H2c" : "H1");
+                         });
+
+}  // namespace
+}  // namespace sluice::proxy
