@@ -66,25 +66,26 @@ run_gateway_demo() {
   local port=${PORT:-8080} admin=${ADMIN_PORT:-8022}
   build/release/app/sluice gateway --listen "127.0.0.1:$port" --admin "127.0.0.1:$admin" "$@" \
     -- build/release/demo/sluice-demo-app &
-  local pid=$!
-  trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null' EXIT INT TERM
-  # The gateway first proves the app can start, then scales it to zero until a request comes.
+  gateway_pid=$!  # global: the EXIT trap runs after this function has returned
+  trap 'kill -TERM "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null' EXIT INT TERM
+  # The gateway first proves the app can start; as Knative does, it keeps that first instance for a
+  # stable window (60 s) before scaling to zero.
   local i
   for i in $(seq 400); do
-    curl -sf "http://127.0.0.1:$admin/.sluice/status" 2>/dev/null | grep -q '"validated":true,.*"instances":\[\]' && break
-    kill -0 "$pid" 2>/dev/null || exit 1
+    curl -sf "http://127.0.0.1:$admin/.sluice/status" 2>/dev/null | grep -q '"validated":true' && break
+    kill -0 "$gateway_pid" 2>/dev/null || exit 1
     sleep 0.05
   done
   echo
-  curl -s -o /dev/null -w "first request (cold start: the app starts now):  %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/"
+  curl -s -o /dev/null -w "first request:                                    %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/"
   for i in 1 2 3; do
     curl -s -o /dev/null -w "warm request:                                     %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/"
   done
   echo
   echo "sluice gateway serves http://127.0.0.1:$port/ (status: curl http://127.0.0.1:$admin/.sluice/status)."
-  echo "The app is frozen between requests and scales to zero after a minute idle. Ctrl-C drains and stops."
+  echo "The app is frozen between requests and scales to zero a minute after the last one. Ctrl-C drains and stops."
   echo
-  wait "$pid"
+  wait "$gateway_pid"
 }
 
 run_demo() {
