@@ -22,7 +22,7 @@
 #include "app/modes.h"
 #include "common/config_error.h"
 #include "common/log.h"
-#include "proxy/control_listener.h"
+#include "common/control_listener.h"
 #include "proxy/server.h"
 
 namespace sluice::app {
@@ -191,16 +191,16 @@ int run_gateway(Args args) {
   pc.timeouts.drain_in_flight = cfg.drain_timeout;
   proxy::Server server(pc, fleet);
 
-  proxy::ControlListener admin(control, "admin", cfg.admin_address, cfg.admin_port,
-                               [&](const proxy::ControlRequest& req) -> asio::awaitable<proxy::ControlResponse> {
+  net::ControlListener admin(control, "admin", cfg.admin_address, cfg.admin_port,
+                               [&](const net::ControlRequest& req) -> asio::awaitable<net::ControlResponse> {
                                  auto target = req.target();
                                  if (target == "/.sluice/status")
-                                   co_return proxy::ControlResponse{200, "application/json",
+                                   co_return net::ControlResponse{200, "application/json",
                                                                     boost::json::serialize(fleet->status()) + "\n"};
                                  if (target == "/metrics")
-                                   co_return proxy::ControlResponse{200, "text/plain; version=0.0.4", fleet->prometheus()};
-                                 if (target == "/healthz") co_return proxy::ControlResponse{200, "text/plain", "ok\n"};
-                                 co_return proxy::ControlResponse{404, "text/plain", "not found: try /.sluice/status or /metrics\n"};
+                                   co_return net::ControlResponse{200, "text/plain; version=0.0.4", fleet->prometheus()};
+                                 if (target == "/healthz") co_return net::ControlResponse{200, "text/plain", "ok\n"};
+                                 co_return net::ControlResponse{404, "text/plain", "not found: try /.sluice/status or /metrics\n"};
                                });
   server.start();
   admin.start();

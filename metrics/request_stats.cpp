@@ -13,8 +13,31 @@ double seconds_between(Clock::rep from, Clock::time_point to) {
 
 }  // namespace
 
-RequestStatsShard::RequestStatsShard(Clock::time_point start)
-    : last_change_(start.time_since_epoch().count()) {}
+void ArrivalWake::arm(std::function<void()> wake) {
+  std::lock_guard lock(mutex_);
+  wake_ = std::move(wake);
+  armed_.store(true, std::memory_order_seq_cst);
+}
+
+void ArrivalWake::disarm() {
+  std::lock_guard lock(mutex_);
+  armed_.store(false, std::memory_order_relaxed);
+  wake_ = nullptr;
+}
+
+void ArrivalWake::fire() {
+  std::function<void()> wake;
+  {
+    std::lock_guard lock(mutex_);
+    if (!armed_.load(std::memory_order_relaxed)) return;  // another arrival fired it first
+    armed_.store(false, std::memory_order_relaxed);
+    wake.swap(wake_);
+  }
+  if (wake) wake();
+}
+
+RequestStatsShard::RequestStatsShard(Clock::time_point start, ArrivalWake* wake)
+    : wake_(wake), last_change_(start.time_since_epoch().count()) {}
 
 // Single writer: plain loads of its own fields, stores bracketed by the sequence counter.
 void RequestStatsShard::advance(Clock::time_point now, int delta, bool proxied, bool arrival) {
@@ -35,12 +58,14 @@ void RequestStatsShard::advance(Clock::time_point now, int delta, bool proxied, 
   concurrency_.store(c + delta, std::memory_order_relaxed);
   if (proxied) proxied_concurrency_.store(pc + delta, std::memory_order_relaxed);
   if (arrival) {
-    requests_.store(requests_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // seq_cst: ordered before the ArrivalWake check below (see requests_total()).
+    requests_.store(requests_.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
     if (proxied)
       proxied_requests_.store(proxied_requests_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
   sequence_.store(seq + 2, std::memory_order_release);
+  if (arrival && wake_) wake_->arrived();  // after the counts: the woken reporter sees this request
 }
 
 void RequestStatsShard::request_in(Clock::time_point now, bool proxied) { advance(now, +1, proxied, true); }
@@ -71,7 +96,7 @@ RequestStatsShard::Totals RequestStatsShard::totals_at(Clock::time_point now) co
 
 RequestStats::RequestStats(Clock::time_point start, std::size_t shards) : period_start_(start) {
   for (std::size_t i = 0; i < std::max<std::size_t>(shards, 1); ++i)
-    shards_.push_back(std::make_unique<RequestStatsShard>(start));
+    shards_.push_back(std::make_unique<RequestStatsShard>(start, &wake_));
 }
 
 PeriodReport RequestStats::report(Clock::time_point now) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -27,15 +28,36 @@ struct PeriodReport {
   double seconds = 0;                      // length of the period
 };
 
+// A one-shot "tell me about the next request": the stat reporter arms it while the pod is idle and sleeps
+// until a period ends or it fires, instead of polling for the first request. Armed, it costs every
+// arrival one relaxed load of a line that is written only when armed or fired.
+class ArrivalWake {
+ public:
+  // `wake` runs once, on the thread of the next arrival (post from it; do not block).
+  void arm(std::function<void()> wake);
+  void disarm();
+  void arrived() {
+    if (armed_.load(std::memory_order_seq_cst)) fire();
+  }
+
+ private:
+  void fire();
+  alignas(64) std::atomic<bool> armed_{false};
+  std::mutex mutex_;  // guards wake_ between arm/disarm and the one arrival that fires
+  std::function<void()> wake_;
+};
+
 // One writer thread (its worker), any number of readers.
 class alignas(64) RequestStatsShard {
  public:
-  explicit RequestStatsShard(Clock::time_point start);
+  explicit RequestStatsShard(Clock::time_point start, ArrivalWake* wake = nullptr);
 
   void request_in(Clock::time_point now, bool proxied);
   void request_out(Clock::time_point now, bool proxied);
 
-  std::uint64_t requests_total() const { return requests_.load(std::memory_order_relaxed); }
+  // seq_cst, as the arrival's store: a reporter that arms an ArrivalWake and then reads this either sees
+  // the arrival or is woken by it (the store-load pair ArrivalWake relies on).
+  std::uint64_t requests_total() const { return requests_.load(std::memory_order_seq_cst); }
 
   struct Totals {
     double concurrency_seconds = 0;  // integral of the in-flight count since the start
@@ -50,6 +72,7 @@ class alignas(64) RequestStatsShard {
  private:
   void advance(Clock::time_point now, int delta, bool proxied, bool arrival);
 
+  ArrivalWake* wake_;
   std::atomic<std::uint64_t> sequence_{0};  // odd while the writer is mid-update
   std::atomic<Clock::rep> last_change_;
   std::atomic<std::int64_t> concurrency_{0};
@@ -74,12 +97,18 @@ class RequestStats {
   // Closes the current period at `now` and starts the next one.
   PeriodReport report(Clock::time_point now);
 
+  // Runs `wake` once at the next arrival on any shard (see ArrivalWake). An arrival racing with this
+  // call may be missed: read requests_total() after arming to close that gap.
+  void wake_on_next_arrival(std::function<void()> wake) { wake_.arm(std::move(wake)); }
+  void cancel_arrival_wake() { wake_.disarm(); }
+
   // Requests in flight right now, over all shards.
   std::int64_t in_flight() const;
   // Requests counted in since the start, over all shards.
   std::uint64_t requests_total() const;
 
  private:
+  ArrivalWake wake_;  // before the shards, which point at it
   std::vector<std::unique_ptr<RequestStatsShard>> shards_;
   std::mutex report_mutex_;  // reporters only, never the request path
   RequestStatsShard::Totals previous_;

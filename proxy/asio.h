@@ -1,20 +1,16 @@
-// Short names for the Asio/Beast types the data path uses everywhere.
+// The network short names (common/net.h), in the proxy's namespace.
 #pragma once
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include "common/net.h"
 
 namespace sluice::proxy {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = boost::beast::http;
-using tcp = asio::ip::tcp;
-using boost::system::error_code;
-using Clock = std::chrono::steady_clock;
-
-// Errors on the data path are values: every awaited operation yields (error_code, ...) instead of throwing.
-inline constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+namespace asio = net::asio;
+namespace beast = net::beast;
+namespace http = net::http;
+using net::Clock;
+using net::error_code;
+using net::tcp;
+using net::use_nothrow;
 
 }  // namespace sluice::proxy

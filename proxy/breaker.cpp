@@ -5,8 +5,7 @@ namespace sluice::proxy {
 
 asio::awaitable<ConcurrencyBreaker::Admission> ConcurrencyBreaker::acquire(Clock::time_point deadline) {
   auto ex = co_await asio::this_coro::executor;
-  auto waiter = std::make_shared<Waiter>();
-  std::list<std::shared_ptr<Waiter>>::iterator place;
+  WaitQueue<Granted>::Ticket ticket;
   {
     std::lock_guard lock(mutex_);
     if (in_flight_ < capacity_ && waiters_.empty()) {
@@ -14,26 +13,18 @@ asio::awaitable<ConcurrencyBreaker::Admission> ConcurrencyBreaker::acquire(Clock
       co_return Admission::admitted;
     }
     if (waiters_.size() >= queue_depth_) co_return Admission::queue_full;
-    waiter->wake = std::make_shared<Handoff>(ex, deadline);
-    place = waiters_.insert(waiters_.end(), waiter);
+    ticket = waiters_.join(ex, deadline);
   }
-  co_await waiter->wake->wait();
+  co_await ticket.wait();
   std::lock_guard lock(mutex_);
-  if (waiter->granted) co_return Admission::admitted;  // handed over, even if the deadline also passed
-  waiters_.erase(place);
+  if (ticket.outcome()) co_return Admission::admitted;  // handed over, even if the deadline also passed
+  waiters_.leave(ticket);
   co_return Admission::timed_out;
 }
 
 void ConcurrencyBreaker::release() {
   std::lock_guard lock(mutex_);
-  if (waiters_.empty()) {
-    --in_flight_;
-    return;
-  }
-  auto next = std::move(waiters_.front());
-  waiters_.pop_front();
-  next->granted = true;  // the slot passes on: in_flight_ stays
-  Handoff::deliver(next->wake);
+  if (!waiters_.hand_front(Granted{})) --in_flight_;  // else the slot passes on: in_flight_ stays
 }
 
 void ConcurrencyBreaker::drop_waiters() {

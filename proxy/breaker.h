@@ -4,11 +4,9 @@
 #pragma once
 
 #include <cstddef>
-#include <list>
-#include <memory>
 #include <mutex>
 
-#include "proxy/handoff.h"
+#include "proxy/wait_queue.h"
 
 namespace sluice::proxy {
 
@@ -33,16 +31,13 @@ class ConcurrencyBreaker {
   std::size_t capacity() const { return capacity_; }
 
  private:
-  struct Waiter {
-    std::shared_ptr<Handoff> wake;
-    bool granted = false;  // under mutex_
-  };
+  struct Granted {};  // a slot passed on by release()
 
   const std::size_t capacity_;
   const std::size_t queue_depth_;
   mutable std::mutex mutex_;
   std::size_t in_flight_ = 0;
-  std::list<std::shared_ptr<Waiter>> waiters_;
+  WaitQueue<Granted> waiters_;
 };
 
 // Releases an admitted slot at scope exit.

@@ -16,7 +16,7 @@ bool wants_protobuf(std::string_view accept) {
 
 ControlPlane::ControlPlane(asio::io_context& io, SharedState& shared, ControlConfig config)
     : io_(io), shared_(shared), config_(std::move(config)), started_(Clock::now()),
-      exposition_(config_.pod) {
+      exposition_(config_.pod), report_tick_(io_) {
   // Until the first period closes, the autoscaler reads an all-zero sample of this pod.
   stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, {});
   auto add = [&](const char* name, std::uint16_t port, auto member) {
@@ -30,7 +30,7 @@ ControlPlane::ControlPlane(asio::io_context& io, SharedState& shared, ControlCon
     add("user-metrics", config_.user_metrics_port, &ControlPlane::serve_user_metrics);
 }
 
-ControlPlane::~ControlPlane() = default;
+ControlPlane::~ControlPlane() { shared_.stats.cancel_arrival_wake(); }
 
 void ControlPlane::start() {
   for (auto& l : listeners_) l->start();
@@ -44,21 +44,30 @@ std::vector<ControlPlane::Bound> ControlPlane::listeners() const {
 }
 
 asio::awaitable<void> ControlPlane::report_loop() {
-  asio::steady_timer tick(io_);
   auto next = Clock::now() + config_.report_period;
   bool idle = true;  // the last period saw no request
-  std::uint64_t seen = shared_.stats.requests_total();
   while (true) {
-    tick.expires_at(idle ? std::min(next, Clock::now() + config_.idle_check_period) : next);
-    auto [ec] = co_await tick.async_wait(use_nothrow);
-    if (ec) co_return;
-    auto now = Clock::now();
-    if (now < next) {  // an idle check
-      if (shared_.stats.in_flight() == 0 && shared_.stats.requests_total() == seen) continue;
-      next = now;  // traffic: close the period now, and count the next ones from here
+    if (idle) {  // sleep until the period ends or the first request comes, whichever is first
+      woken_ = false;
+      auto seen = shared_.stats.requests_total();
+      shared_.stats.wake_on_next_arrival([this] {
+        asio::post(io_, [this] {
+          woken_ = true;
+          report_tick_.cancel();
+        });
+      });
+      if (shared_.stats.requests_total() != seen || shared_.stats.in_flight() != 0) woken_ = true;  // raced
     }
+    if (!woken_) {
+      report_tick_.expires_at(next);
+      auto [ec] = co_await report_tick_.async_wait(use_nothrow);
+      if (ec && !woken_) co_return;
+    }
+    shared_.stats.cancel_arrival_wake();
+    auto now = Clock::now();
+    if (woken_ && now < next) next = now;  // traffic after idle: close the period now, count the next from here
+    woken_ = false;
     next += config_.report_period;
-    seen = shared_.stats.requests_total();  // before the report: a later arrival shows as a change
     metrics::StatSample sample{.period = shared_.stats.report(now),
                                .uptime_seconds = std::chrono::duration<double>(now - started_).count()};
     idle = sample.period.requests == 0 && sample.period.average_concurrency == 0;

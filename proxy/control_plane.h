@@ -9,10 +9,14 @@
 #include <vector>
 
 #include "metrics/autoscaler_stat.h"
-#include "proxy/control_listener.h"
+#include "common/control_listener.h"
 #include "proxy/shared_state.h"
 
 namespace sluice::proxy {
+
+using net::ControlListener;
+using net::ControlRequest;
+using net::ControlResponse;
 
 struct ControlConfig {
   std::string listen_address = "0.0.0.0";
@@ -22,10 +26,6 @@ struct ControlConfig {
   bool user_metrics = false;  // serve SharedState::request_metrics on user_metrics_port
   metrics::PodIdentity pod;
   Millis report_period{1000};
-  // While the last period saw no traffic, the first request is looked for this often and a period is
-  // closed early when one came: scale from zero waits for the first busy sample, so it should not wait
-  // for the rest of a period (Knative's activator pokes its autoscaler for the same reason).
-  Millis idle_check_period{50};
   // What undoes a /wait-for-drain that no SIGTERM follows. In Knative (sluice in the pod's containers)
   // SIGTERM comes at once when the pod goes away, so none within `drain_reset_after` means the app's
   // liveness restart. A native sidecar gets SIGTERM only after the app has exited, so there the drain is
@@ -67,6 +67,12 @@ class ControlPlane {
   Clock::time_point started_;
   metrics::StatExposition exposition_;
   std::string stat_protobuf_;
+  // While the last period saw no traffic, the first request wakes the reporter (RequestStats'
+  // ArrivalWake) and the period closes early: scale from zero waits for the first busy sample, so it
+  // should not wait for the rest of a period (Knative's activator pokes its autoscaler for the same
+  // reason). An idle sidecar so wakes once a period and never polls.
+  asio::steady_timer report_tick_;
+  bool woken_ = false;  // the arrival wake fired since the reporter last looked
   bool terminating_ = false;
   bool watching_app_ = false;  // reset_when_app_restarts() runs
   std::vector<std::unique_ptr<ControlListener>> listeners_;

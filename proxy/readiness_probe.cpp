@@ -65,11 +65,7 @@ asio::awaitable<bool> UserReadiness::run_check() const {
 
 void UserReadiness::finish(bool ready) {
   std::lock_guard lock(mutex_);
-  for (auto& w : waiters_) {
-    w->ready = ready;
-    Handoff::deliver(w->wake);
-  }
-  waiters_.clear();
+  waiters_.hand_all(ready);
   running_ = false;
 }
 
@@ -80,12 +76,11 @@ void UserReadiness::drop_waiters() {
 
 asio::awaitable<bool> UserReadiness::check() {
   auto ex = co_await asio::this_coro::executor;
-  auto waiter = std::make_shared<Waiter>();
-  waiter->wake = std::make_shared<Handoff>(ex);
+  WaitQueue<bool>::Ticket ticket;
   bool start = false;
   {
     std::lock_guard lock(mutex_);
-    waiters_.push_back(waiter);
+    ticket = waiters_.join(ex);
     start = !running_;
     running_ = true;
   }
@@ -93,9 +88,9 @@ asio::awaitable<bool> UserReadiness::check() {
     asio::co_spawn(ex, [this]() -> asio::awaitable<void> { finish(co_await run_check()); },
                    asio::detached);
   }
-  co_await waiter->wake->wait();
+  co_await ticket.wait();
   std::lock_guard lock(mutex_);
-  co_return waiter->ready;
+  co_return ticket.outcome().value_or(false);
 }
 
 }  // namespace sluice::proxy

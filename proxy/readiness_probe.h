@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "proxy/config.h"
-#include "proxy/handoff.h"
+#include "proxy/wait_queue.h"
 
 namespace sluice::proxy {
 
@@ -29,17 +29,13 @@ class UserReadiness {
   asio::awaitable<bool> try_once(Millis timeout) const;
 
  private:
-  struct Waiter {
-    std::shared_ptr<Handoff> wake;
-    bool ready = false;  // under mutex_
-  };
   asio::awaitable<bool> run_check() const;
   void finish(bool ready);
 
   const ReadinessProbeConfig config_;
   std::mutex mutex_;
   bool running_ = false;
-  std::vector<std::shared_ptr<Waiter>> waiters_;
+  WaitQueue<bool> waiters_;  // for the verdict of the check in flight
 };
 
 }  // namespace sluice::proxy

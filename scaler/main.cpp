@@ -15,7 +15,7 @@
 
 #include "common/config_error.h"
 #include "common/log.h"
-#include "proxy/control_listener.h"
+#include "common/control_listener.h"
 #include "scaler/grpc_service.h"
 #include "scaler/scaled_objects.h"
 
@@ -101,13 +101,13 @@ int serve(const Options& o) {
   scaler::ScalerMetrics metrics;
   scaler::ScaledObjects objects(io, metrics, scaler::ScalerTiming{.scrape_timeout = o.scrape_timeout});
 
-  proxy::ControlListener metrics_listener(io, "metrics", o.listen, o.metrics_port,
-                                          [&metrics](const proxy::ControlRequest& req)
-                                              -> boost::asio::awaitable<proxy::ControlResponse> {
+  net::ControlListener metrics_listener(io, "metrics", o.listen, o.metrics_port,
+                                          [&metrics](const net::ControlRequest& req)
+                                              -> boost::asio::awaitable<net::ControlResponse> {
                                             if (req.target() != "/metrics") {
-                                              co_return proxy::ControlResponse{.status = 404, .body = "not found\n"};
+                                              co_return net::ControlResponse{.status = 404, .body = "not found\n"};
                                             }
-                                            co_return proxy::ControlResponse{
+                                            co_return net::ControlResponse{
                                                 .content_type = "text/plain; version=0.0.4; charset=utf-8",
                                                 .body = metrics.text()};
                                           });

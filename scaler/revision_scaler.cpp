@@ -8,7 +8,7 @@
 
 namespace sluice::scaler {
 
-using proxy::use_nothrow;
+using net::use_nothrow;
 
 struct RevisionScaler::Pod {
   tcp::endpoint endpoint;

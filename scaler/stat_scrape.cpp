@@ -6,9 +6,9 @@
 namespace sluice::scaler {
 namespace {
 
-namespace beast = proxy::beast;
-namespace http = proxy::http;
-using proxy::use_nothrow;
+namespace beast = net::beast;
+namespace http = net::http;
+using net::use_nothrow;
 
 ScrapeResult failure(std::string reason, const boost::system::error_code& ec) {
   const bool timed_out = ec == beast::error::timeout;

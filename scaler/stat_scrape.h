@@ -6,12 +6,12 @@
 #include <string>
 
 #include "autoscaler/stat.h"
-#include "proxy/asio.h"
+#include "common/net.h"
 
 namespace sluice::scaler {
 
-namespace asio = proxy::asio;
-using proxy::tcp;
+namespace asio = net::asio;
+using net::tcp;
 
 struct ScrapeResult {
   bool ok = false;

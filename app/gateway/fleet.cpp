@@ -194,11 +194,8 @@ void Fleet::dispatch(Service& s, std::vector<std::string>& thaw) {
   while (!s.waiters.empty()) {
     auto inst = pick(s);
     if (!inst) return;
-    auto w = std::move(s.waiters.front());
-    s.waiters.pop_front();
     grant(s, *inst, thaw);
-    w->granted = inst;
-    proxy::Handoff::deliver(w->wake);
+    s.waiters.hand_front(inst);
   }
 }
 
@@ -213,8 +210,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
     return proxy::BackendLease{tcp::endpoint(asio::ip::address_v4::loopback(), inst->port),
                                std::make_shared<Hold>(*this, *s, inst), s->h2c};
   };
-  auto waiter = std::make_shared<Waiter>();
-  std::list<std::shared_ptr<Waiter>>::iterator place;
+  proxy::WaitQueue<Handed>::Ticket ticket;
   {
     std::unique_lock lock(mu_);
     account(*s, now);
@@ -246,20 +242,19 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
       s->cold_start_buffered = 0;
     }
     if (none_ready) ++s->cold_start_buffered;
-    waiter->wake = std::make_shared<proxy::Handoff>(ex, std::min(deadline, now + s->config.buffer_timeout));
-    place = s->waiters.insert(s->waiters.end(), waiter);
+    ticket = s->waiters.join(ex, std::min(deadline, now + s->config.buffer_timeout));
   }
-  co_await waiter->wake->wait();
+  co_await ticket.wait();
   std::unique_lock lock(mu_);
-  if (waiter->granted) {
-    auto inst = waiter->granted;
+  if (auto& handed = ticket.outcome()) {
+    if (auto* refusal = std::get_if<proxy::BackendRefusal>(&*handed)) co_return *refusal;
+    auto inst = std::get<std::shared_ptr<Instance>>(*handed);
     lock.unlock();
     // Thawed by grant() if it was frozen: the list was handed to the thread that granted it.
     co_return lease_of(inst);
   }
-  if (waiter->refused) co_return *waiter->refused;
   account(*s, Clock::now());
-  s->waiters.erase(place);
+  s->waiters.leave(ticket);
   ++s->refused;
   bool none_ready = std::none_of(s->instances.begin(), s->instances.end(),
                                  [](const auto& i) { return i->state == InstanceState::ready; });
@@ -453,13 +448,9 @@ void Fleet::start_failed(Service& s, const std::shared_ptr<Instance>& inst, cons
       .kv("instance", inst->id).kv("reason", reason).kv("retry_after_s", static_cast<std::int64_t>(backoff.count()));
   stop_instance(s, inst);
   if (active(s) == 0) {
-    for (auto& w : s.waiters) {
-      w->refused = proxy::BackendRefusal{503, "service " + s.config.name + " failed to start: " + reason};
-      proxy::Handoff::deliver(w->wake);
-    }
     account(s, Clock::now());
     s.refused += s.waiters.size();
-    s.waiters.clear();
+    s.waiters.hand_all(proxy::BackendRefusal{503, "service " + s.config.name + " failed to start: " + reason});
     s.cold_start_since.reset();
   }
 }

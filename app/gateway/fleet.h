@@ -23,7 +23,7 @@
 #include "app/gateway/config.h"
 #include "autoscaler/kpa.h"
 #include "proxy/backends.h"
-#include "proxy/handoff.h"
+#include "proxy/wait_queue.h"
 #include "runtime/runtime.h"
 
 namespace sluice::app::gateway {
@@ -91,17 +91,14 @@ class Fleet final : public proxy::Backends {
   std::string prometheus() const;
 
  private:
-  struct Waiter {
-    std::shared_ptr<proxy::Handoff> wake;
-    std::shared_ptr<Instance> granted;  // under mu_
-    std::optional<proxy::BackendRefusal> refused;
-  };
+  // What a buffered request is handed: an instance (a slot on it already counted), or a refusal.
+  using Handed = std::variant<std::shared_ptr<Instance>, proxy::BackendRefusal>;
   struct Service {
     ServiceConfig config;
     bool throttling = false, scale_to_zero = true;
     bool h2c = false;  // instances speak h2c
     std::vector<std::shared_ptr<Instance>> instances;
-    std::list<std::shared_ptr<Waiter>> waiters;
+    proxy::WaitQueue<Handed> waiters;
     std::unique_ptr<autoscaler::Kpa> kpa;  // control thread only
     int next_number = 1;
     std::size_t in_flight = 0;             // over all instances

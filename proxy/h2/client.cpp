@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
-#include "proxy/h2/frames.h"
+#include "proxy/h2/wire.h"
 #include "proxy/headers.h"
 #include "proxy/notifier.h"
 
@@ -24,16 +24,7 @@ constexpr std::int32_t kConnectionWindow = 64 * 1024 * 1024;
 constexpr std::size_t kSendBuffer = 64 * 1024;
 // Streams per connection before another connection is opened (the app's own limit when lower).
 constexpr std::uint32_t kStreamsPerConnection = 100;
-constexpr std::size_t kWriteBatch = 64 * 1024;
 constexpr std::size_t kReadChunk = 16 * 1024;
-
-std::string_view as_view(const uint8_t* p, std::size_t n) { return {reinterpret_cast<const char*>(p), n}; }
-
-nghttp2_nv nv(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
 
 std::vector<nghttp2_nv> to_nva(const FieldList& fields) {
   std::vector<nghttp2_nv> out;
@@ -46,16 +37,17 @@ std::vector<nghttp2_nv> to_nva(const FieldList& fields) {
 
 struct ClientStreamState {
   explicit ClientStreamState(const asio::any_io_executor& executor)
-      : ex(executor), send_space(executor), received(executor) {}
+      : ex(executor), out(std::make_unique<SendQueue>(executor, kSendBuffer)), received(executor) {}
+  // Request bytes still being written keep the send queue alive.
+  ~ClientStreamState() {
+    if (wire) wire->retire(std::move(out));
+  }
 
   asio::any_io_executor ex;
   std::int32_t id = -1;
-  // Request side.
-  beast::flat_buffer send;  // body bytes queued for nghttp2's data callback
-  bool send_done = false;   // end_request() was called
-  bool deferred = false;    // nghttp2 waits for resume_data
-  FieldList send_trailers;
-  Notifier send_space;
+  Wire* wire = nullptr;  // once submitted
+  // Request side: the body queued for DATA frames, then its trailers.
+  std::unique_ptr<SendQueue> out;
 
   // Response side.
   std::deque<http::response_header<>> heads;  // complete heads not yet read
@@ -74,16 +66,16 @@ struct ClientStreamState {
   error_code failure;      // why the stream ended early
 };
 
-class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
+// Owned by its pool, its streams and its own reader and writer coroutines (shared_ptr): the last of
+// them to go frees it.
+class ClientConnection {
  public:
   ClientConnection(const asio::any_io_executor& ex, std::size_t max_header_bytes)
-      : socket_(ex), write_wanted_(ex), ready_(ex, Clock::time_point::max()), max_header_bytes_(max_header_bytes) {}
-  ~ClientConnection() {
-    if (ng_) nghttp2_session_del(ng_);
-  }
+      : socket_(ex), wire_(ex), ready_(ex, Clock::time_point::max()), max_header_bytes_(max_header_bytes) {}
 
   // Connects and starts the session; waiters on wait_ready() learn the outcome.
-  asio::awaitable<void> connect(tcp::endpoint endpoint, Clock::duration timeout);
+  static asio::awaitable<void> connect(std::shared_ptr<ClientConnection> self, tcp::endpoint endpoint,
+                                       Clock::duration timeout);
   asio::awaitable<error_code> wait_ready() {
     while (!connected_ && !broken_) co_await ready_.async_wait(use_nothrow);
     co_return broken_ ? (connect_error_ ? connect_error_ : error_code(asio::error::connection_reset)) : error_code{};
@@ -93,7 +85,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool has_room() const {
     if (broken_ || going_away_) return false;
     std::uint32_t limit = kStreamsPerConnection;
-    if (ng_) limit = std::min(limit, nghttp2_session_get_remote_settings(ng_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+    if (auto* ng = wire_.session())
+      limit = std::min(limit, nghttp2_session_get_remote_settings(ng, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
     return streams_.size() + opening_ < limit;
   }
   bool idle() const { return streams_.empty() && opening_ == 0; }
@@ -103,34 +96,32 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   error_code submit(const FieldList& fields, bool end_stream, const std::shared_ptr<ClientStreamState>& st);
   void resume(ClientStreamState& st) {
-    if (st.deferred && !st.closed && ng_) {
-      st.deferred = false;
-      nghttp2_session_resume_data(ng_, st.id);
-    }
-    write_wanted_.notify();
+    if (!st.closed && wire_.session()) wire_.resume(st.id, *st.out);
+    else wire_.want_write();
   }
   void consume(ClientStreamState& st, std::size_t n) {
-    if (n == 0 || !ng_ || broken_) return;
-    nghttp2_session_consume(ng_, st.id, n);
-    write_wanted_.notify();
+    if (n == 0 || !wire_.session() || broken_) return;
+    nghttp2_session_consume(wire_.session(), st.id, n);
+    wire_.want_write();
   }
   void reset(ClientStreamState& st) {
     st.cancelled = true;
-    if (!st.closed && ng_ && !broken_) {
-      nghttp2_submit_rst_stream(ng_, NGHTTP2_FLAG_NONE, st.id, NGHTTP2_CANCEL);
-      write_wanted_.notify();
+    if (!st.closed && wire_.session() && !broken_) {
+      nghttp2_submit_rst_stream(wire_.session(), NGHTTP2_FLAG_NONE, st.id, NGHTTP2_CANCEL);
+      wire_.want_write();
     }
     // Bytes nobody will read still hold the connection window.
     consume(st, st.body.size());
     st.body.clear();
-    st.send_space.notify();
+    st.out->discard();
+    st.out->space.notify();
     st.received.notify();
   }
   // No new streams; the connection closes once its streams end.
   void retire() {
     going_away_ = true;
     if (streams_.empty() && opening_ == 0) close();
-    write_wanted_.notify();
+    wire_.want_write();
   }
 
  private:
@@ -141,8 +132,6 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len,
                            void* self);
   static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void* self);
-  static ssize_t read_request(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
-                              nghttp2_data_source* src, void* self);
 
   ClientStreamState* find(std::int32_t id) {
     auto it = streams_.find(id);
@@ -155,13 +144,12 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void close() {
     error_code ignore;
     socket_.close(ignore);
-    write_wanted_.notify();
+    wire_.want_write();
   }
 
   tcp::socket socket_;
-  nghttp2_session* ng_ = nullptr;
+  Wire wire_;  // before the streams: their send queues retire into it
   std::unordered_map<std::int32_t, std::shared_ptr<ClientStreamState>> streams_;
-  Notifier write_wanted_;
   asio::steady_timer ready_;
   std::size_t max_header_bytes_;
   std::size_t opening_ = 0;  // open() calls waiting for this connection
@@ -257,79 +245,63 @@ int ClientConnection::on_stream_close(nghttp2_session*, int32_t id, uint32_t err
     st->failure = error == NGHTTP2_NO_ERROR ? error_code(http::error::partial_message)
                                             : error_code(asio::error::connection_reset);
   }
-  st->send_space.notify();
+  st->out->space.notify();
   st->received.notify();
-  if (self.going_away_ && self.streams_.empty() && self.opening_ == 0) self.write_wanted_.notify();
+  if (self.going_away_ && self.streams_.empty() && self.opening_ == 0) self.wire_.want_write();
   return 0;
 }
 
-ssize_t ClientConnection::read_request(nghttp2_session* ng, int32_t id, uint8_t* buf, size_t length,
-                                       uint32_t* flags, nghttp2_data_source* src, void*) {
-  auto* st = static_cast<ClientStreamState*>(src->ptr);
-  auto n = take_body(ng, id, buf, length, flags, st->send, st->send_done, st->send_trailers, st->deferred);
-  if (n > 0) st->send_space.notify();
-  return n;
-}
-
 bool ClientConnection::start() {
-  nghttp2_session_callbacks* cb;
-  if (nghttp2_session_callbacks_new(&cb) != 0) return false;
-  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(cb, &on_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &on_frame_recv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &on_data_chunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cb, &on_stream_close);
-  nghttp2_option* opt;
-  nghttp2_option_new(&opt);
-  nghttp2_option_set_no_auto_window_update(opt, 1);
-  int rv = nghttp2_session_client_new2(&ng_, cb, this, opt);
-  nghttp2_option_del(opt);
-  nghttp2_session_callbacks_del(cb);
-  if (rv != 0) return false;
-  nghttp2_settings_entry settings[] = {
+  const std::vector<nghttp2_settings_entry> settings = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes_)},
   };
-  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
-  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
-  return true;
+  const WireCallbacks callbacks{.on_begin_headers = &on_begin_headers,
+                                .on_header = &on_header,
+                                .on_frame_recv = &on_frame_recv,
+                                .on_data_chunk = &on_data_chunk,
+                                .on_stream_close = &on_stream_close};
+  return wire_.start(Wire::Role::client, callbacks, this, settings, kConnectionWindow);
 }
 
-asio::awaitable<void> ClientConnection::connect(tcp::endpoint endpoint, Clock::duration timeout) {
-  auto self = shared_from_this();
-  asio::steady_timer timer(socket_.get_executor(), timeout);
+asio::awaitable<void> ClientConnection::connect(std::shared_ptr<ClientConnection> self, tcp::endpoint endpoint,
+                                                Clock::duration timeout) {
+  auto& socket = self->socket_;
+  asio::steady_timer timer(socket.get_executor(), timeout);
   using namespace asio::experimental::awaitable_operators;
-  auto result = co_await (socket_.async_connect(endpoint, use_nothrow) || timer.async_wait(use_nothrow));
+  auto result = co_await (socket.async_connect(endpoint, use_nothrow) || timer.async_wait(use_nothrow));
   error_code ec = result.index() == 1 ? error_code(asio::error::timed_out) : std::get<0>(std::get<0>(result));
-  if (!ec) socket_.set_option(tcp::no_delay(true), ec);
-  if (!ec && !start()) ec = asio::error::no_memory;
+  if (!ec) socket.set_option(tcp::no_delay(true), ec);
+  if (!ec && !self->start()) ec = asio::error::no_memory;
   if (ec) {
-    connect_error_ = ec;
-    broken_ = true;
-    ready_.cancel();
+    self->connect_error_ = ec;
+    self->broken_ = true;
+    self->ready_.cancel();
     co_return;
   }
-  connected_ = true;
-  ready_.cancel();
-  asio::co_spawn(socket_.get_executor(), [self]() { return self->writer(); }, asio::detached);
-  asio::co_spawn(socket_.get_executor(), [self]() { return self->reader(); }, asio::detached);
+  self->connected_ = true;
+  self->ready_.cancel();
+  asio::co_spawn(socket.get_executor(), [self]() { return self->writer(); }, asio::detached);
+  asio::co_spawn(socket.get_executor(), [self]() { return self->reader(); }, asio::detached);
 }
 
 error_code ClientConnection::submit(const FieldList& fields, bool end_stream,
                                     const std::shared_ptr<ClientStreamState>& st) {
   if (broken_) return asio::error::connection_reset;
   auto nva = to_nva(fields);
-  nghttp2_data_provider prd{.source = {.ptr = st.get()}, .read_callback = &read_request};
-  std::int32_t id = nghttp2_submit_request(ng_, nullptr, nva.data(), nva.size(), end_stream ? nullptr : &prd, nullptr);
+  auto prd = wire_.provider(*st->out);
+  std::int32_t id =
+      nghttp2_submit_request(wire_.session(), nullptr, nva.data(), nva.size(), end_stream ? nullptr : &prd, nullptr);
   if (id < 0) {
     if (id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE) retire();  // the next stream goes to a new connection
     return asio::error::connection_refused;
   }
   st->id = id;
-  st->send_done = end_stream;
+  st->wire = &wire_;
+  if (end_stream) st->out->done = true;
   streams_.emplace(id, st);
-  write_wanted_.notify();
+  wire_.want_write();
   return {};
 }
 
@@ -338,7 +310,7 @@ void ClientConnection::fail_all(error_code ec) {
   for (auto& [id, st] : streams_) {
     st->closed = true;
     if (!st->body_done && !st->failure) st->failure = ec;
-    st->send_space.notify();
+    st->out->space.notify();
     st->received.notify();
   }
   streams_.clear();
@@ -349,10 +321,8 @@ asio::awaitable<void> ClientConnection::reader() {
   while (!broken_) {
     auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
     if (ec) break;
-    auto rv = nghttp2_session_mem_recv(ng_, reinterpret_cast<const uint8_t*>(buf.data()), n);
-    write_wanted_.notify();
-    if (rv < 0) {
-      log::warn("h2c upstream: protocol error from the app").kv("error", nghttp2_strerror(static_cast<int>(rv)));
+    if (!wire_.feed(buf.data(), n)) {
+      log::warn("h2c upstream: protocol error from the app");
       break;
     }
   }
@@ -361,28 +331,8 @@ asio::awaitable<void> ClientConnection::reader() {
 }
 
 asio::awaitable<void> ClientConnection::writer() {
-  std::string out;
-  while (!broken_) {
-    out.clear();
-    while (out.size() < kWriteBatch) {
-      const uint8_t* data = nullptr;
-      auto n = nghttp2_session_mem_send(ng_, &data);
-      if (n <= 0) {
-        if (n < 0) broken_ = true;
-        break;
-      }
-      out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-    }
-    if (!out.empty()) {
-      auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(out), use_nothrow);
-      (void)n;
-      if (ec) broken_ = true;
-      continue;
-    }
-    if (broken_) break;
-    if (going_away_ && streams_.empty() && opening_ == 0) break;
-    co_await write_wanted_.wait();
-  }
+  co_await wire_.write_loop(socket_, false,
+                            [this] { return broken_ || (going_away_ && streams_.empty() && opening_ == 0); });
   broken_ = true;
   error_code ignore;
   socket_.close(ignore);  // ends the reader
@@ -405,33 +355,37 @@ ClientStream::~ClientStream() {
 asio::awaitable<error_code> ClientStream::send_head(const UpstreamRequest& request,
                                                     std::optional<asio::const_buffer> body) {
   head_request_ = request.method == "HEAD";
-  auto& st = *state_;
   const bool end_stream = request.body.kind == BodyKind::none;
-  if (body) {
-    st.send.commit(asio::buffer_copy(st.send.prepare(body->size()), *body));
-    st.send_done = true;
-  }
   submitted_ = true;
   connection_->unreserve();
-  co_return connection_->submit(upstream_request_fields(request), end_stream, state_);
+  // Fields first (a local: see the GCC note in server.h), then the body in hand, as write_body would.
+  auto fields = upstream_request_fields(request);
+  if (auto ec = connection_->submit(fields, end_stream, state_)) co_return ec;
+  if (!body || end_stream) co_return error_code{};
+  const asio::const_buffer whole = *body;
+  if (auto ec = co_await write_body(whole)) co_return ec;
+  const FieldList no_trailers;
+  co_return co_await end_body(no_trailers);
 }
 
 asio::awaitable<error_code> ClientStream::write_body(asio::const_buffer data) {
   auto& st = *state_;
-  while (st.send.size() >= kSendBuffer && !st.closed && !st.cancelled) co_await st.send_space.wait();
-  if (st.cancelled) co_return asio::error::operation_aborted;
-  if (st.closed) co_return st.failure ? st.failure : error_code(asio::error::broken_pipe);
-  st.send.commit(asio::buffer_copy(st.send.prepare(data.size()), data));
-  connection_->resume(st);
+  while (data.size() > 0) {
+    while (st.out->room() == 0 && !st.closed && !st.cancelled) co_await st.out->space.wait();
+    if (st.cancelled) co_return asio::error::operation_aborted;
+    if (st.closed) co_return st.failure ? st.failure : error_code(asio::error::broken_pipe);
+    data += st.out->append(data);
+    connection_->resume(st);
+  }
   co_return error_code{};
 }
 
 asio::awaitable<error_code> ClientStream::end_body(const FieldList& trailers) {
   auto& st = *state_;
   if (st.cancelled) co_return asio::error::operation_aborted;
-  if (!st.send_done) {
-    st.send_done = true;
-    st.send_trailers = trailers;
+  if (!st.out->done) {
+    st.out->done = true;
+    st.out->trailers = trailers;
     connection_->resume(st);
   }
   co_return error_code{};
@@ -517,7 +471,7 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPoo
   if (!conn) {
     conn = std::make_shared<ClientConnection>(ex_, max_response_header_bytes_);
     connections_.push_back(conn);
-    asio::co_spawn(ex_, conn->connect(endpoint_, connect_timeout_), asio::detached);
+    asio::co_spawn(ex_, ClientConnection::connect(conn, endpoint_, connect_timeout_), asio::detached);
   }
   conn->reserve();  // until the stream's send_head submits it (or the stream goes)
   error_code ec = co_await conn->wait_ready();

@@ -121,5 +121,36 @@ TEST(RequestStats, WorkersWriteTheirShardsWhileTheReporterReads) {
   EXPECT_EQ(s.in_flight(), 0);
 }
 
+// The stat reporter sleeps while idle and is woken by the first request instead of polling for it.
+TEST(RequestStats, ArmedArrivalWakeFiresOnceAtTheNextArrivalOnAnyShard) {
+  RequestStats s(t0, 2);
+  int woken = 0;
+  s.wake_on_next_arrival([&] { ++woken; });
+  s.shard(1).request_out(t0, false);  // a departure is not an arrival
+  EXPECT_EQ(woken, 0);
+  s.shard(1).request_in(t0, false);
+  EXPECT_EQ(woken, 1);
+  s.shard(0).request_in(t0, false);  // one-shot: fired already
+  EXPECT_EQ(woken, 1);
+  s.wake_on_next_arrival([&] { ++woken; });
+  s.cancel_arrival_wake();
+  s.shard(0).request_in(t0, false);
+  EXPECT_EQ(woken, 1);
+}
+
+TEST(RequestStats, ArrivalWakeRacingArrivalsOnManyThreadsFiresExactlyOnce) {
+  RequestStats s(t0, 4);
+  std::atomic<int> woken{0};
+  s.wake_on_next_arrival([&] { woken.fetch_add(1); });
+  std::vector<std::thread> workers;
+  for (std::size_t i = 0; i < 4; ++i)
+    workers.emplace_back([&, i] {
+      for (int k = 0; k < 1000; ++k) s.shard(i).request_in(t0, false);
+    });
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(woken.load(), 1);
+  EXPECT_EQ(s.requests_total(), 4000u);
+}
+
 }  // namespace
 }  // namespace sluice::metrics

@@ -6,9 +6,9 @@
 #include <functional>
 #include <string>
 
-#include "proxy/asio.h"
+#include "common/net.h"
 
-namespace sluice::proxy {
+namespace sluice::net {
 
 using ControlRequest = http::request<http::string_body>;
 
@@ -40,4 +40,4 @@ class ControlListener {
   ControlHandler handler_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::net

@@ -1,11 +1,11 @@
 // Control listeners; see control_listener.h.
-#include "proxy/control_listener.h"
+#include "common/control_listener.h"
 
 #include <system_error>
 
 #include "common/log.h"
 
-namespace sluice::proxy {
+namespace sluice::net {
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
@@ -78,4 +78,4 @@ asio::awaitable<void> ControlListener::serve(tcp::socket socket) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ignore);
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::net

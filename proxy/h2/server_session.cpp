@@ -1,0 +1,373 @@
+// The HTTP/2 server codec; see server.h and server_session.h.
+#include "proxy/h2/server_session.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <charconv>
+#include <cstring>
+#include <vector>
+
+#include "common/log.h"
+#include "proxy/completion.h"
+#include "proxy/forwarder.h"
+#include "proxy/h1/message.h"
+#include "proxy/h2/server.h"
+#include "proxy/headers.h"
+
+namespace sluice::proxy::h2 {
+namespace {
+
+constexpr std::uint32_t kMaxConcurrentStreams = 100;
+// Per-stream receive window: how much of a request body may wait in sluice for the app.
+constexpr std::int32_t kStreamWindow = 256 * 1024;
+constexpr std::int32_t kConnectionWindow = 4 * 1024 * 1024;
+
+// HTTP/2 forbids connection-specific fields (RFC 9113 §8.2.2).
+bool is_connection_specific(std::string_view lower_name) {
+  return lower_name == "connection" || lower_name == "keep-alive" || lower_name == "proxy-connection" ||
+         lower_name == "transfer-encoding" || lower_name == "upgrade" || lower_name == "te";
+}
+
+}  // namespace
+
+Session::Session(WorkerContext& worker, Downstream socket, std::string peer_address, std::string peer)
+    : worker_(worker),
+      socket_(std::move(socket)),
+      peer_address_(std::move(peer_address)),
+      peer_(std::move(peer)),
+      wire_(socket_.get_executor()),
+      streams_finished_(socket_.get_executor()),
+      idle_timer_(socket_.get_executor()) {
+  worker_.connections.insert(this);
+}
+
+Session::~Session() { worker_.connections.erase(this); }
+
+namespace {
+
+Session& self_of(void* p) { return *static_cast<Session*>(p); }
+
+}  // namespace
+
+Stream& Session::add_stream(std::int32_t id) {
+  auto& s = streams_.emplace_back(*this, socket_.get_executor(), id);
+  s.place = std::prev(streams_.end());
+  ++open_streams_;
+  return s;
+}
+
+// A stream goes once nghttp2 closed it and its exchange finished.
+void Session::forget_if_done(Stream& s) {
+  if (s.state == Stream::State::closed && !s.running) streams_.erase(s.place);
+}
+
+int Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* f, void* p) {
+  auto& self = self_of(p);
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  auto& s = self.add_stream(f->hd.stream_id);
+  nghttp2_session_set_stream_user_data(self.wire_.session(), f->hd.stream_id, &s);
+  return 0;
+}
+
+int Session::on_header(nghttp2_session*, const nghttp2_frame* f, const uint8_t* name, size_t namelen,
+                       const uint8_t* value, size_t valuelen, uint8_t, void* p) {
+  auto& self = self_of(p);
+  auto* s = self.find(f->hd.stream_id);
+  if (!s) return 0;
+  std::string_view n(reinterpret_cast<const char*>(name), namelen);
+  std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_HEADERS) {  // trailers
+    s->request_trailers_.emplace_back(n, v);
+    return 0;
+  }
+  s->header_bytes += namelen + valuelen + 32;
+  if (s->header_bytes > self.worker_.config.limits.max_header_bytes) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM for this stream only
+  }
+  if (n == ":method") {
+    s->req.method_string(v);
+    s->has_method = true;
+  } else if (n == ":path") {
+    s->req.target(v);
+    s->has_path = true;
+  } else if (n == ":authority") {
+    s->authority.assign(v);
+  } else if (n == ":scheme" || n == ":protocol") {
+    // The app sees X-Forwarded-Proto / Forwarded; the scheme of the hop is the listener's.
+  } else if (n == "cookie" && s->req.find(http::field::cookie) != s->req.end()) {
+    // HTTP/2 splits cookies into several fields; HTTP/1.1 needs them joined (RFC 9113 §8.2.3).
+    std::string joined(s->req[http::field::cookie]);
+    joined += "; ";
+    joined += v;
+    s->req.set(http::field::cookie, joined);
+  } else {
+    s->req.insert(n, v);
+  }
+  return 0;
+}
+
+int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* f, void* p) {
+  auto& self = self_of(p);
+  auto* s = self.find(f->hd.stream_id);
+  if (!s) return 0;
+  bool end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    s->request_done = end;
+    self.launch(*s);
+    return 0;
+  }
+  if ((f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS) && end) {
+    s->request_done = true;
+    s->request_data.notify();
+  }
+  return 0;
+}
+
+int Session::on_data_chunk(nghttp2_session* ng, uint8_t, int32_t id, const uint8_t* data, size_t len,
+                           void* p) {
+  auto& self = self_of(p);
+  auto* s = self.find(id);
+  if (!s || s->reset || s->stopped) {
+    nghttp2_session_consume(ng, id, len);  // nobody will take it: keep the connection window open
+    return 0;
+  }
+  auto buf = s->request_body_.prepare(len);
+  std::memcpy(buf.data(), data, len);
+  s->request_body_.commit(len);
+  s->request_data.notify();
+  return 0;
+}
+
+int Session::on_stream_close(nghttp2_session* ng, int32_t id, uint32_t error, void* p) {
+  auto& self = self_of(p);
+  auto* s = self.find(id);
+  if (!s) return 0;
+  nghttp2_session_set_stream_user_data(ng, id, nullptr);
+  --self.open_streams_;
+  s->close(error != NGHTTP2_NO_ERROR || !s->out->done);
+  self.forget_if_done(*s);
+  return 0;
+}
+
+bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream* upgraded) {
+  const auto& limits = worker_.config.limits;
+  const std::vector<nghttp2_settings_entry> settings = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits.max_header_bytes)},
+  };
+  const WireCallbacks callbacks{.on_begin_headers = &Session::on_begin_headers,
+                                .on_header = &Session::on_header,
+                                .on_frame_recv = &Session::on_frame_recv,
+                                .on_data_chunk = &Session::on_data_chunk,
+                                .on_stream_close = &Session::on_stream_close};
+  if (!wire_.start(Wire::Role::server, callbacks, this, settings, kConnectionWindow)) return false;
+  if (upgraded) {
+    int rv = nghttp2_session_upgrade2(wire_.session(), reinterpret_cast<const uint8_t*>(upgrade_settings.data()),
+                                      upgrade_settings.size(), head_upgrade ? 1 : 0, upgraded);
+    if (rv != 0) return false;
+  }
+  return true;
+}
+
+void Session::consume(Stream& s, std::size_t n) {
+  if (n == 0) return;
+  nghttp2_session_consume(wire_.session(), s.id, n);
+  wire_.want_write();
+}
+
+void Session::reset_stream(Stream& s, std::uint32_t error) {
+  if (s.state == Stream::State::closed) return;
+  s.reset = true;
+  nghttp2_submit_rst_stream(wire_.session(), NGHTTP2_FLAG_NONE, s.id, error);
+  wire_.want_write();
+}
+
+void Session::submit_local(Stream& s, const LocalAnswer& a) {
+  std::string status = std::to_string(a.status);
+  std::string body = a.body;
+  if (!a.exact_body) body += '\n';
+  std::string length = std::to_string(body.size());
+  std::vector<nghttp2_nv> nva;
+  auto add = [&nva](std::string_view n, std::string_view v) { nva.push_back(nv(n, v)); };
+  add(":status", status);
+  add("content-type", "text/plain; charset=utf-8");
+  add("content-length", length);
+  if (!a.network_hash.empty()) add("k-network-hash", a.network_hash);
+  s.out->discard();
+  s.out->append(asio::buffer(body));  // a few hundred bytes at most: always fits
+  s.out->done = true;
+  s.state = Stream::State::responded;
+  auto prd = wire_.provider(*s.out);
+  nghttp2_submit_response(wire_.session(), s.id, nva.data(), nva.size(), body.empty() ? nullptr : &prd);
+  wire_.want_write();
+}
+
+void Session::submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim) {
+  std::vector<nghttp2_nv> nva;
+  std::string status = std::to_string(res.result_int());
+  auto add = [&nva](std::string_view n, std::string_view v) { nva.push_back(nv(n, v)); };
+  add(":status", status);
+  std::vector<std::string> lowered;
+  lowered.reserve(static_cast<std::size_t>(std::distance(res.begin(), res.end())));
+  for (const auto& f : res) {
+    lowered.push_back(lowercase(f.name_string()));
+    if (is_connection_specific(lowered.back())) continue;
+    add(lowered.back(), f.value());
+  }
+  if (interim) {
+    nghttp2_submit_headers(wire_.session(), NGHTTP2_FLAG_NONE, s.id, nullptr, nva.data(), nva.size(), nullptr);
+  } else {
+    auto prd = wire_.provider(*s.out);
+    nghttp2_submit_response(wire_.session(), s.id, nva.data(), nva.size(), with_body ? &prd : nullptr);
+  }
+  wire_.want_write();
+}
+
+void Session::launch(Stream& s) {
+  ++running_;
+  s.running = true;
+  asio::co_spawn(socket_.get_executor(), serve_stream(s), [this, &s](std::exception_ptr e) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        log::error("h2 stream failed").kv("error", ex.what());
+      }
+    }
+    s.running = false;
+    forget_if_done(s);
+    if (--running_ == 0) streams_finished_.notify();
+  });
+}
+
+asio::awaitable<void> Session::serve_stream(Stream& stream) {
+  auto* s = &stream;
+  auto& req = s->req;
+  s->record.start = Clock::now();
+  s->record.peer = peer_;
+  s->record.protocol = "HTTP/2.0";
+  if (!s->has_method || !s->has_path) {  // nghttp2 checks the rest of the pseudo-header rules
+    reset_stream(*s, NGHTTP2_PROTOCOL_ERROR);
+    co_return;
+  }
+  if (req.find(http::field::host) == req.end() && !s->authority.empty()) req.set(http::field::host, s->authority);
+  if (h1::field_count(req) > worker_.config.limits.max_header_count) {
+    s->record.status = 431;
+    submit_local(*s, {.status = 431, .body = "too many header fields"});
+    co_await s->flushed();
+    log_exchange(worker_, s->record);
+    co_return;
+  }
+  std::optional<std::uint64_t> content_length;
+  if (auto cl = req[http::field::content_length]; !cl.empty()) {
+    std::uint64_t v = 0;
+    auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
+    if (err == std::errc() && ptr == cl.data() + cl.size()) content_length = v;  // nghttp2 validated it
+  }
+  const bool no_body = s->request_done && s->request_body_.size() == 0;
+  s->body_info = {.kind = no_body ? BodyKind::none : content_length ? BodyKind::length : BodyKind::unknown,
+                  .content_length = content_length};
+  co_await forward(worker_, *s);
+}
+
+asio::awaitable<void> Session::idle_watch() {
+  const auto limit = worker_.config.timeouts.client_header;
+  if (limit.count() <= 0) co_return;
+  auto& t = idle_timer_;
+  while (!broken_) {
+    t.expires_at(last_activity_ + limit);
+    co_await t.async_wait(use_nothrow);
+    if (broken_ || done()) co_return;
+    if (open_streams_ == 0 && running_ == 0 && Clock::now() >= last_activity_ + limit) {
+      close_when_idle();
+      co_return;
+    }
+    if (Clock::now() >= last_activity_ + limit) last_activity_ = Clock::now();  // busy, not idle
+  }
+}
+
+void Session::close_when_idle() {
+  if (going_away_ || !wire_.session()) return;
+  going_away_ = true;
+  nghttp2_submit_goaway(wire_.session(), NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(wire_.session()),
+                        NGHTTP2_NO_ERROR, nullptr, 0);
+  wire_.want_write();
+}
+
+asio::awaitable<void> Session::run(const std::string& initial, std::optional<UpgradeRequest>& upgrade) {
+  error_code ignore;
+  socket_.set_option(tcp::no_delay(true), ignore);
+  bool head_upgrade = upgrade && upgrade->request.method() == http::verb::head;
+  Stream* upgraded = nullptr;
+  if (upgrade) {
+    // The upgrading request is stream 1, already half-closed by the client.
+    upgraded = &add_stream(1);
+    upgraded->req = std::move(upgrade->request);
+    upgraded->req.version(11);
+    upgraded->has_method = upgraded->has_path = true;
+    upgraded->request_done = true;
+    if (!upgrade->body.empty())
+      upgraded->request_body_.commit(asio::buffer_copy(upgraded->request_body_.prepare(upgrade->body.size()),
+                                                       asio::buffer(upgrade->body)));
+  }
+  if (!start(upgrade ? std::string_view(upgrade->settings) : std::string_view(), head_upgrade, upgraded)) {
+    socket_.close(ignore);
+    co_return;
+  }
+  if (upgraded) launch(*upgraded);
+  Completion writer_done(socket_.get_executor());
+  asio::co_spawn(socket_.get_executor(), [this, &writer_done]() -> asio::awaitable<void> {
+    co_await wire_.write_loop(socket_, socket_.is_tls(), [this] { return broken_ || finished(); });
+    broken_ = true;
+    error_code cancel_error;
+    socket_.cancel(cancel_error);  // ends the reader
+    writer_done.signal();
+  }, asio::detached);
+  Completion idle_done(socket_.get_executor());
+  asio::co_spawn(socket_.get_executor(), [this, &idle_done]() -> asio::awaitable<void> {
+    co_await idle_watch();
+    idle_done.signal();
+  }, asio::detached);
+
+  std::vector<char> buf(16 * 1024);
+  bool ok = initial.empty() || wire_.feed(initial.data(), initial.size());
+  while (ok && !broken_) {
+    if (finished()) break;
+    auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
+    if (ec) break;
+    last_activity_ = Clock::now();
+    ok = wire_.feed(buf.data(), n);
+  }
+  // Reading is over: streams still open end with it; then the writer flushes what is left.
+  for (auto& s : streams_) {
+    if (s.state == Stream::State::closed) continue;
+    nghttp2_session_set_stream_user_data(wire_.session(), s.id, nullptr);
+    s.close(true);
+  }
+  open_streams_ = 0;
+  while (running_ > 0) co_await streams_finished_.wait();
+  // Let the writer flush (GOAWAY, last frames) for a moment, not for as long as a stuck client likes.
+  broken_ = true;
+  wire_.want_write();
+  {
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer flush_limit(socket_.get_executor(), std::chrono::seconds(1));
+    co_await (writer_done.wait() || flush_limit.async_wait(use_nothrow));
+  }
+  socket_.cancel(ignore);
+  co_await writer_done.wait();
+  idle_timer_.cancel();
+  co_await idle_done.wait();
+  socket_.shutdown(tcp::socket::shutdown_send, ignore);
+  socket_.close(ignore);
+}
+
+asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const std::string& peer_address,
+                            const std::string& peer) {
+  Session session(worker, std::move(handover.socket), peer_address, peer);
+  co_await session.run(handover.initial_bytes, handover.upgrade);
+}
+
+}  // namespace sluice::proxy::h2

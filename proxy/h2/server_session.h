@@ -1,0 +1,76 @@
+// One HTTP/2 server connection (h2c or h2 over TLS): the nghttp2 session (through Wire), the streams
+// it owns, and the reader and writer of its socket. Each stream's exchange runs as a coroutine of its
+// own that the session joins before it ends.
+#pragma once
+
+#include <list>
+#include <optional>
+#include <string>
+
+#include "proxy/downstream.h"
+#include "proxy/h2/handover.h"
+#include "proxy/h2/server_stream.h"
+#include "proxy/h2/wire.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy::h2 {
+
+class Session final : public ConnectionHandle {
+ public:
+  Session(WorkerContext& worker, Downstream socket, std::string peer_address, std::string peer);
+  ~Session();
+
+  asio::awaitable<void> run(const std::string& initial, std::optional<UpgradeRequest>& upgrade);
+  void close_when_idle() override;
+
+  // For the streams.
+  void submit_local(Stream& s, const LocalAnswer& a);
+  // The app's response head; an interim (1xx) one goes out as a HEADERS frame of its own.
+  void submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim);
+  void reset_stream(Stream& s, std::uint32_t error);
+  void consume(Stream& s, std::size_t n);
+  void resume(Stream& s) {
+    if (s.state != Stream::State::closed) wire_.resume(s.id, *s.out);
+    else wire_.want_write();
+  }
+  void retire(std::unique_ptr<SendQueue> q) { wire_.retire(std::move(q)); }
+  const std::string& peer_address() const { return peer_address_; }
+  bool is_tls() const { return socket_.is_tls(); }
+
+ private:
+  // nghttp2 callbacks.
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* f, void* self);
+  static int on_header(nghttp2_session*, const nghttp2_frame* f, const uint8_t* name, size_t namelen,
+                       const uint8_t* value, size_t valuelen, uint8_t flags, void* self);
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame* f, void* self);
+  static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len,
+                           void* self);
+  static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void* self);
+
+  bool start(std::string_view upgrade_settings, bool head_upgrade, Stream* upgraded);
+  Stream* find(std::int32_t id) {
+    return static_cast<Stream*>(nghttp2_session_get_stream_user_data(wire_.session(), id));
+  }
+  Stream& add_stream(std::int32_t id);
+  void launch(Stream& s);
+  void forget_if_done(Stream& s);
+  asio::awaitable<void> idle_watch();
+  asio::awaitable<void> serve_stream(Stream& s);
+  bool done() const { return !wire_.wants_io(); }
+  bool finished() const { return done() || (going_away_ && open_streams_ == 0 && running_ == 0); }
+
+  WorkerContext& worker_;
+  Downstream socket_;
+  std::string peer_address_, peer_;
+  Wire wire_;                 // before the streams: their send queues retire into it
+  std::list<Stream> streams_;  // open, or closed with their exchange still running
+  std::size_t open_streams_ = 0;  // not closed by nghttp2 yet
+  std::size_t running_ = 0;       // serve_stream() coroutines not yet finished
+  Notifier streams_finished_;
+  asio::steady_timer idle_timer_;
+  bool going_away_ = false;
+  bool broken_ = false;
+  Clock::time_point last_activity_ = Clock::now();
+};
+
+}  // namespace sluice::proxy::h2

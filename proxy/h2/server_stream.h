@@ -1,0 +1,88 @@
+// One stream of an HTTP/2 server connection: the client's request and the response going back, as the
+// forwarder sees it (a ServerExchange). Owned by its Session, found through nghttp2's stream user data.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+
+#include "proxy/exchange.h"
+#include "proxy/h2/wire.h"
+#include "proxy/notifier.h"
+
+namespace sluice::proxy::h2 {
+
+class Session;
+
+// How much of a response body is read from the app ahead of the client's window.
+inline constexpr std::size_t kResponseBuffer = 64 * 1024;
+
+class Stream final : public ServerExchange {
+ public:
+  Stream(Session& session, const asio::any_io_executor& ex, std::int32_t stream_id);
+  ~Stream();
+
+  http::request_header<>& request() override { return req; }
+  BodyInfo request_body() const override { return body_info; }
+  std::string_view peer_address() const override;
+  bool is_tls() const override;
+  asio::awaitable<BodyRead> read_body() override;
+  void consume_body(std::size_t n) override;
+  std::optional<asio::const_buffer> body_in_hand() override;
+  FieldList request_trailers() override { return request_trailers_; }
+  asio::awaitable<error_code> send_interim(const http::response_header<>& head) override;
+  asio::awaitable<error_code> send_head(const http::response_header<>& head, BodyInfo body, bool more_soon) override;
+  asio::awaitable<error_code> write_body(asio::const_buffer data) override;
+  asio::awaitable<error_code> end_body(const FieldList& trailers) override;
+  asio::awaitable<void> send_local(const LocalAnswer& answer) override;
+  void abort() override;
+  asio::awaitable<void> tunnel(tcp::socket&, beast::flat_buffer&, Clock::time_point&) override { co_return; }
+  asio::awaitable<void> flushed() override {
+    while (state != State::closed) co_await closed_signal.wait();
+  }
+  void cancel_io() override {
+    cancelled = true;
+    request_data.notify();
+    out->space.notify();
+  }
+  bool answers_mid_body() const override { return false; }
+  void stop_reading() override {
+    stopped = true;
+    request_data.notify();
+  }
+
+  // nghttp2 closed the stream (completed, reset by either side, or the connection ended): wakes every
+  // wait on it.
+  void close(bool early);
+
+  // Where the stream is: receiving the request (headers, then body), both directions open, the
+  // response complete on our side, or closed by nghttp2.
+  enum class State { open, responded, closed };
+
+  Session& session;
+  std::int32_t id;
+  State state = State::open;
+  bool running = false;  // its serve() coroutine has not finished
+  std::list<Stream>::iterator place;  // in the session's list
+
+  http::request_header<> req;
+  BodyInfo body_info;
+  std::string authority;
+  bool has_method = false, has_path = false;
+  std::size_t header_bytes = 0;
+  bool request_done = false;  // END_STREAM received
+  bool reset = false;         // closed before the exchange ended (RST_STREAM, GOAWAY, connection gone)
+  bool cancelled = false;     // a deadline passed: waits end with an error
+  bool stopped = false;       // the forwarder wants no more request body
+
+  beast::flat_buffer request_body_;     // received from the client, not yet read by the forwarder
+  beast::flat_buffer request_sending_;  // read by the forwarder (request_body_ keeps filling meanwhile)
+  FieldList request_trailers_;
+  Notifier request_data;  // more request body, its end, or a reset
+
+  std::unique_ptr<SendQueue> out;  // the response body, then its trailers
+  Notifier closed_signal;
+};
+
+}  // namespace sluice::proxy::h2

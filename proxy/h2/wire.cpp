@@ -1,0 +1,166 @@
+// The shared nghttp2 plumbing; see wire.h.
+#include "proxy/h2/wire.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sluice::proxy::h2 {
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::size_t SendQueue::append(asio::const_buffer data) {
+  const std::size_t n = std::min(data.size(), room());
+  if (n == 0) return 0;
+  if (!ring_) ring_ = std::make_unique_for_overwrite<char[]>(capacity_);
+  const auto* from = static_cast<const char*>(data.data());
+  const std::size_t end = (start_ + in_flight_ + unsent_) % capacity_;
+  const std::size_t first = std::min(n, capacity_ - end);
+  std::memcpy(ring_.get() + end, from, first);
+  std::memcpy(ring_.get(), from + first, n - first);
+  unsent_ += n;
+  return n;
+}
+
+void SendQueue::take(std::size_t n, std::vector<asio::const_buffer>& out) {
+  const std::size_t begin = (start_ + in_flight_) % capacity_;
+  const std::size_t first = std::min(n, capacity_ - begin);
+  out.emplace_back(ring_.get() + begin, first);
+  if (n > first) out.emplace_back(ring_.get(), n - first);
+  in_flight_ += n;
+  unsent_ -= n;
+}
+
+void SendQueue::release(std::size_t n) {
+  start_ = (start_ + n) % capacity_;
+  in_flight_ -= n;
+  space.notify();
+}
+
+Wire::~Wire() {
+  if (ng_) nghttp2_session_del(ng_);
+}
+
+bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
+                 const std::vector<nghttp2_settings_entry>& settings, std::int32_t connection_window) {
+  nghttp2_session_callbacks* cb;
+  if (nghttp2_session_callbacks_new(&cb) != 0) return false;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, callbacks.on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cb, callbacks.on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, callbacks.on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, callbacks.on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cb, callbacks.on_stream_close);
+  nghttp2_session_callbacks_set_send_data_callback(cb, &Wire::send_data);
+  nghttp2_option* opt;
+  if (nghttp2_option_new(&opt) != 0) {
+    nghttp2_session_callbacks_del(cb);
+    return false;
+  }
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_option_set_max_settings(opt, 32);
+  int rv = role == Role::server ? nghttp2_session_server_new2(&ng_, cb, owner, opt)
+                                : nghttp2_session_client_new2(&ng_, cb, owner, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cb);
+  if (rv != 0) return false;
+  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, connection_window);
+  return true;
+}
+
+bool Wire::feed(const char* data, std::size_t n) {
+  auto rv = nghttp2_session_mem_recv(ng_, reinterpret_cast<const uint8_t*>(data), n);
+  write_wanted_.notify();
+  return rv >= 0;
+}
+
+nghttp2_data_provider Wire::provider(SendQueue& q) {
+  q.wire_ = this;
+  return {.source = {.ptr = &q}, .read_callback = &Wire::read_data};
+}
+
+void Wire::resume(std::int32_t stream_id, SendQueue& q) {
+  if (q.deferred) {
+    q.deferred = false;
+    nghttp2_session_resume_data(ng_, stream_id);
+  }
+  write_wanted_.notify();
+}
+
+void Wire::retire(std::unique_ptr<SendQueue> q) {
+  if (q && q->in_flight() > 0) retired_.push_back(std::move(q));
+}
+
+ssize_t Wire::read_data(nghttp2_session* ng, std::int32_t id, uint8_t*, size_t length, uint32_t* flags,
+                        nghttp2_data_source* src, void*) {
+  auto& q = *static_cast<SendQueue*>(src->ptr);
+  const std::size_t n = std::min(length, q.unsent());
+  if (n == q.unsent() && q.done) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!q.trailers.empty()) {
+      std::vector<std::string> names;
+      std::vector<nghttp2_nv> nva;
+      names.reserve(q.trailers.size());
+      nva.reserve(q.trailers.size());
+      for (const auto& [name, value] : q.trailers) {
+        names.push_back(lowercase(name));
+        nva.push_back(nv(names.back(), value));
+      }
+      if (nghttp2_submit_trailer(ng, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+  } else if (n == 0) {
+    q.deferred = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  if (n > 0) *flags |= NGHTTP2_DATA_FLAG_NO_COPY;  // send_data() gathers the bytes from the ring
+  return static_cast<ssize_t>(n);
+}
+
+int Wire::send_data(nghttp2_session*, nghttp2_frame*, const uint8_t* framehd, size_t length,
+                    nghttp2_data_source* src, void*) {
+  // No padding is ever asked for, so the frame is its 9-byte header and `length` bytes of the ring.
+  auto& q = *static_cast<SendQueue*>(src->ptr);
+  Wire& w = *q.wire_;
+  w.add_frame_bytes(framehd, 9);
+  w.slices_.clear();
+  q.take(length, w.slices_);
+  for (const auto& s : w.slices_) w.pieces_.push_back({static_cast<const char*>(s.data()), 0, s.size()});
+  w.taken_.emplace_back(&q, length);
+  w.batch_bytes_ += length;
+  return 0;
+}
+
+void Wire::add_frame_bytes(const uint8_t* data, std::size_t n) {
+  if (!pieces_.empty() && !pieces_.back().ring && pieces_.back().offset + pieces_.back().size == frames_.size())
+    pieces_.back().size += n;
+  else
+    pieces_.push_back({nullptr, frames_.size(), n});
+  frames_.append(reinterpret_cast<const char*>(data), n);
+  batch_bytes_ += n;
+}
+
+bool Wire::collect(std::size_t limit) {
+  while (batch_bytes_ < limit) {
+    const uint8_t* data = nullptr;
+    auto n = nghttp2_session_mem_send(ng_, &data);  // may call send_data() for DATA frames
+    if (n < 0) return false;
+    if (n == 0) break;
+    add_frame_bytes(data, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+void Wire::written() {
+  for (auto [q, n] : taken_) q->release(n);
+  taken_.clear();
+  pieces_.clear();
+  frames_.clear();
+  batch_bytes_ = 0;
+  std::erase_if(retired_, [](const auto& q) { return q->in_flight() == 0; });
+}
+
+}  // namespace sluice::proxy::h2
