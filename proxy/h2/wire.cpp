@@ -2,6 +2,7 @@
 #include "proxy/h2/wire.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace sluice::proxy::h2 {
@@ -14,12 +15,17 @@ std::string lowercase(std::string_view s) {
 }
 
 std::size_t SendQueue::append(asio::const_buffer data) {
+  constexpr std::size_t kSmallestRing = 4096;
+  if (in_flight_ + unsent_ == 0 && size_ < std::min(data.size(), capacity_)) {
+    size_ = std::min(capacity_, std::max(kSmallestRing, std::bit_ceil(data.size())));
+    ring_ = std::make_unique_for_overwrite<char[]>(size_);
+    start_ = 0;
+  }
   const std::size_t n = std::min(data.size(), room());
   if (n == 0) return 0;
-  if (!ring_) ring_ = std::make_unique_for_overwrite<char[]>(capacity_);
   const auto* from = static_cast<const char*>(data.data());
-  const std::size_t end = (start_ + in_flight_ + unsent_) % capacity_;
-  const std::size_t first = std::min(n, capacity_ - end);
+  const std::size_t end = (start_ + in_flight_ + unsent_) % size_;
+  const std::size_t first = std::min(n, size_ - end);
   std::memcpy(ring_.get() + end, from, first);
   std::memcpy(ring_.get(), from + first, n - first);
   unsent_ += n;
@@ -27,8 +33,8 @@ std::size_t SendQueue::append(asio::const_buffer data) {
 }
 
 void SendQueue::take(std::size_t n, std::vector<asio::const_buffer>& out) {
-  const std::size_t begin = (start_ + in_flight_) % capacity_;
-  const std::size_t first = std::min(n, capacity_ - begin);
+  const std::size_t begin = (start_ + in_flight_) % size_;
+  const std::size_t first = std::min(n, size_ - begin);
   out.emplace_back(ring_.get() + begin, first);
   if (n > first) out.emplace_back(ring_.get(), n - first);
   in_flight_ += n;
@@ -36,7 +42,7 @@ void SendQueue::take(std::size_t n, std::vector<asio::const_buffer>& out) {
 }
 
 void SendQueue::release(std::size_t n) {
-  start_ = (start_ + n) % capacity_;
+  start_ = (start_ + n) % size_;
   in_flight_ -= n;
   space.notify();
 }

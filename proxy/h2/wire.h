@@ -43,7 +43,8 @@ class SendQueue {
   SendQueue(const SendQueue&) = delete;
   SendQueue& operator=(const SendQueue&) = delete;
 
-  std::size_t room() const { return capacity_ - in_flight_ - unsent_; }
+  // Room for the producer now. An empty queue may grow its ring up to the capacity.
+  std::size_t room() const { return (in_flight_ + unsent_ == 0 ? capacity_ : size_) - in_flight_ - unsent_; }
   std::size_t unsent() const { return unsent_; }
   std::size_t in_flight() const { return in_flight_; }
   // Copies as much of `data` as there is room for; returns how much.
@@ -64,7 +65,10 @@ class SendQueue {
   void release(std::size_t n);
 
   Wire* wire_ = nullptr;           // set by Wire::provider()
-  std::unique_ptr<char[]> ring_;  // allocated at the first append
+  // Sized by the first append (a short response takes a few KiB, not the capacity) and regrown only
+  // while empty, so that growing never copies.
+  std::unique_ptr<char[]> ring_;
+  std::size_t size_ = 0;
   std::size_t capacity_;
   std::size_t start_ = 0;     // first byte in flight (or unsent, when none is in flight)
   std::size_t in_flight_ = 0;
