@@ -63,6 +63,7 @@ struct ClientStreamState {
   bool final_head = false;                    // the final (non-1xx) head arrived
   bool head_has_end = false;                  // ... with END_STREAM
   std::size_t header_bytes = 0;
+  std::size_t trailer_bytes = 0;
   beast::flat_buffer body;  // DATA received, not yet read (acknowledged only once read)
   bool body_done = false;   // END_STREAM
   FieldList trailers;
@@ -141,6 +142,12 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len,
                            void* self);
   static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void* self);
+  // A malformed response (RFC 9113 §8): nghttp2 resets the stream, the exchange fails (502 before the head).
+  static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* self);
+  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*,
+                               size_t, uint8_t, void*) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // an invalid field name or value makes it malformed
+  }
   static ssize_t read_request(nghttp2_session*, int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
                               nghttp2_data_source* src, void* self);
 
@@ -190,6 +197,11 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* f, const 
   auto n = as_view(name, namelen);
   auto v = as_view(value, valuelen);
   if (st->final_head) {  // trailers
+    st->trailer_bytes += namelen + valuelen + 32;
+    if (st->trailer_bytes > self.max_header_bytes_) {
+      st->failure = http::error::header_limit;
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets this stream only
+    }
     st->trailers.emplace_back(n, v);
     return 0;
   }
@@ -263,6 +275,17 @@ int ClientConnection::on_stream_close(nghttp2_session*, int32_t id, uint32_t err
   return 0;
 }
 
+int ClientConnection::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* p) {
+  auto* st = conn_of(p).find(f->hd.stream_id);
+  if (st && !st->failure) {
+    st->failure = http::error::bad_field;
+    log::warn("h2c upstream: malformed response from the app")
+        .kv("stream", f->hd.stream_id)
+        .kv("error", nghttp2_strerror(error));
+  }
+  return 0;
+}
+
 ssize_t ClientConnection::read_request(nghttp2_session* ng, int32_t id, uint8_t* buf, size_t length,
                                        uint32_t* flags, nghttp2_data_source* src, void*) {
   auto* st = static_cast<ClientStreamState*>(src->ptr);
@@ -279,6 +302,8 @@ bool ClientConnection::start() {
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &on_frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &on_data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &on_stream_close);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, &on_invalid_frame);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(cb, &on_invalid_header);
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_auto_window_update(opt, 1);

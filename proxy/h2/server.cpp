@@ -16,13 +16,14 @@
 #include "proxy/forwarder.h"
 #include "proxy/h1/message.h"
 #include "proxy/h2/frames.h"
+#include "proxy/h2/guard.h"
+#include "proxy/h2/validate.h"
 #include "proxy/headers.h"
 #include "proxy/notifier.h"
 
 namespace sluice::proxy::h2 {
 namespace {
 
-constexpr std::uint32_t kMaxConcurrentStreams = 100;
 // Per-stream receive window: how much of a request body may wait in sluice for the app.
 constexpr std::int32_t kStreamWindow = 256 * 1024;
 constexpr std::int32_t kConnectionWindow = 4 * 1024 * 1024;
@@ -85,6 +86,8 @@ class Stream final : public ServerExchange {
   std::string authority;
   bool has_method = false, has_path = false;
   std::size_t header_bytes = 0;
+  std::size_t trailer_bytes = 0;
+  bool too_large = false;     // the header list passed max_header_bytes: the rest is ignored, 431
   bool request_done = false;  // END_STREAM received
   bool reset = false;         // closed before the exchange ended (RST_STREAM, GOAWAY, connection gone)
   bool cancelled = false;     // a deadline passed: waits end with an error
@@ -112,7 +115,9 @@ class Session final : public ConnectionHandle {
         peer_(std::move(peer)),
         write_wanted_(socket_.get_executor()),
         streams_finished_(socket_.get_executor()),
-        idle_timer_(socket_.get_executor()) {
+        idle_timer_(socket_.get_executor()),
+        guard_(worker_.config.limits.h2),
+        stall_timer_(socket_.get_executor()) {
     worker_.connections.insert(this);
   }
   ~Session() {
@@ -148,6 +153,16 @@ class Session final : public ConnectionHandle {
   static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len,
                            void* self);
   static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void* self);
+  // Abuse and RFC 9113 §8 hooks (the accounting is in guard.h).
+  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
+  static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* self);
+  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*,
+                               size_t, uint8_t, void*) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // malformed (RFC 9113 §8.2.1): RST_STREAM PROTOCOL_ERROR
+  }
+  bool reject_stream(std::int32_t id, std::string_view why);
+  void end_abusive(std::uint32_t code, std::string_view why, bool cut = false);
+  bool response_waiting() const;
   static ssize_t read_response(nghttp2_session*, int32_t id, uint8_t* buf, size_t length,
                                uint32_t* flags, nghttp2_data_source* src, void* self);
 
@@ -174,6 +189,10 @@ class Session final : public ConnectionHandle {
   bool going_away_ = false;
   bool broken_ = false;
   Clock::time_point last_activity_ = Clock::now();
+  ConnectionGuard guard_;
+  asio::steady_timer stall_timer_;
+  bool writing_ = false;        // a socket write is under way
+  bool rejection_logged_ = false;
 };
 
 Session& self_of(void* p) { return *static_cast<Session*>(p); }
@@ -193,13 +212,26 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* f, const uint8_t* 
   if (!s) return 0;
   std::string_view n(reinterpret_cast<const char*>(name), namelen);
   std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+  const auto max_bytes = self.worker_.config.limits.max_header_bytes;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_HEADERS) {  // trailers
+    s->trailer_bytes += namelen + valuelen + 32;
+    if (s->trailer_bytes > max_bytes) {
+      self.reject_stream(s->id, "request trailers too large");
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM for this stream only
+    }
     s->request_trailers_.emplace_back(n, v);
     return 0;
   }
   s->header_bytes += namelen + valuelen + 32;
-  if (s->header_bytes > self.worker_.config.limits.max_header_bytes) {
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM for this stream only
+  if (s->header_bytes > max_bytes) {
+    s->too_large = true;  // answered 431 once the block has ended; the rest is not kept
+    // Far beyond: HPACK amplification (one byte naming a 4 KiB table entry). A reset stops nghttp2
+    // from checking every further field of the block.
+    if (s->header_bytes > 4 * max_bytes) {
+      self.reject_stream(s->id, "request header list amplified beyond the limit");
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return 0;
   }
   if (n == ":method") {
     s->req.method_string(v);
@@ -270,11 +302,58 @@ int Session::on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void*
   return 0;
 }
 
+int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* p) {
+  auto& self = self_of(p);
+  return self.guard_.frame(*hd) ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;  // fatal: end_abusive() follows
+}
+
+int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* p) {
+  auto& self = self_of(p);
+  if (f->hd.stream_id == 0) return 0;  // a connection error: nghttp2 sends GOAWAY itself
+  return self.reject_stream(f->hd.stream_id, nghttp2_strerror(error)) ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+bool Session::reject_stream(std::int32_t id, std::string_view why) {
+  if (!rejection_logged_) {  // once per connection: a flood of them ends in end_abusive()'s line
+    rejection_logged_ = true;
+    log::info("h2 stream rejected").kv("peer", peer_).kv("stream", id).kv("reason", why);
+  }
+  if (guard_.stream_rejected()) return true;
+  end_abusive(NGHTTP2_ENHANCE_YOUR_CALM, why);
+  return false;
+}
+
+void Session::end_abusive(std::uint32_t code, std::string_view why, bool cut) {
+  if (broken_) return;
+  log::warn("h2 connection closed")
+      .kv("peer", peer_)
+      .kv("limit", guard_.violation().empty() ? std::string_view("-") : guard_.violation())
+      .kv("reason", why)
+      .kv("goaway", nghttp2_http2_strerror(code));
+  going_away_ = true;
+  nghttp2_session_terminate_session(ng_, code);  // the writer sends the GOAWAY, then ends the read loop
+  write_wanted_.notify();
+  if (writing_ && cut) {  // the client does not read: no GOAWAY will get through
+    error_code ignore;
+    socket_.cancel(ignore);
+  }
+}
+
+bool Session::response_waiting() const {
+  if (writing_) return true;
+  for (const auto& [id, s] : streams_)
+    if (s->response_body.size() > 0) return true;
+  return false;
+}
+
 ssize_t Session::read_response(nghttp2_session* ng, int32_t id, uint8_t* buf, size_t length,
                                uint32_t* flags, nghttp2_data_source* src, void*) {
   auto* s = static_cast<Stream*>(src->ptr);
   auto n = take_body(ng, id, buf, length, flags, s->response_body, s->response_done, s->response_trailers, s->deferred);
-  if (n > 0) s->response_space.notify();
+  if (n > 0) {
+    s->response_space.notify();
+    s->session.guard_.progress();
+  }
   return n;
 }
 
@@ -286,17 +365,20 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade) {
   nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &Session::on_frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &Session::on_data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Session::on_stream_close);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(cb, &Session::on_begin_frame);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, &Session::on_invalid_frame);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(cb, &Session::on_invalid_header);
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_max_settings(opt, 32);
+  guard_.configure(opt);
   int rv = nghttp2_session_server_new2(&ng_, cb, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
   if (rv != 0) return false;
   const auto& limits = worker_.config.limits;
   nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits.max_header_bytes)},
   };
@@ -470,8 +552,17 @@ asio::awaitable<void> Session::serve_stream(std::shared_ptr<Stream> s) {
   s->record.start = Clock::now();
   s->record.peer = peer_;
   s->record.protocol = "HTTP/2.0";
+  if (s->state == Stream::State::closed) co_return;  // reset in the same read as its HEADERS: nothing to forward
   if (!s->has_method || !s->has_path) {  // nghttp2 checks the rest of the pseudo-header rules
     reset_stream(*s, NGHTTP2_PROTOCOL_ERROR);
+    co_return;
+  }
+  if (auto refusal = request_refusal(req, s->authority, s->too_large)) {
+    s->record.status = refusal->status;
+    if (!reject_stream(s->id, refusal->body)) co_return;
+    submit_local(*s, *refusal);
+    co_await s->flushed();
+    log_exchange(worker_, s->record);
     co_return;
   }
   if (req.find(http::field::host) == req.end() && !s->authority.empty()) req.set(http::field::host, s->authority);
@@ -509,8 +600,11 @@ asio::awaitable<void> Session::writer() {
       out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
     }
     if (!out.empty()) {
+      writing_ = true;
       auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(out), use_nothrow);
       (void)n;
+      writing_ = false;
+      guard_.progress();
       if (ec) broken_ = true;
     }
     if (broken_) break;
@@ -578,10 +672,19 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
     idle_done.signal();
   }, asio::detached);
 
+  Completion stall_done(socket_.get_executor());
+  asio::co_spawn(socket_.get_executor(), [this, &stall_done]() -> asio::awaitable<void> {
+    co_await watch_stalls(
+        guard_, stall_timer_, [this] { return !broken_; }, [this] { return response_waiting(); },
+        [this] { end_abusive(NGHTTP2_ENHANCE_YOUR_CALM, "stalled: response waits on a client that does not read", true); });
+    stall_done.signal();
+  }, asio::detached);
+
   std::vector<char> buf(16 * 1024);
   auto feed = [this](const char* data, std::size_t n) {
     auto rv = nghttp2_session_mem_recv(ng_, reinterpret_cast<const uint8_t*>(data), n);
     write_wanted_.notify();
+    if (rv < 0) end_abusive(guard_.goaway_code(static_cast<int>(rv)), nghttp2_strerror(static_cast<int>(rv)));
     return rv >= 0;
   };
   bool ok = initial.empty() || feed(initial.data(), initial.size());
@@ -614,6 +717,8 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   co_await writer_done.wait();
   idle_timer_.cancel();
   co_await idle_done.wait();
+  stall_timer_.cancel();
+  co_await stall_done.wait();
   socket_.shutdown(tcp::socket::shutdown_send, ignore);
   socket_.close(ignore);
 }
