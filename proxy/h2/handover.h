@@ -24,9 +24,10 @@ struct Handover {
   std::optional<UpgradeRequest> upgrade;
 };
 
-// Whether the first bytes of a plain-port connection are neither the HTTP/2 preface nor an HTTP/1.x
-// request: a first line (ended by CRLF) without "HTTP/" in it. Such a client gets bad_preface_answer()
-// (RFC 9113 §3.4: an invalid preface is a connection error PROTOCOL_ERROR), not an HTTP/1.1 400.
+// Whether the first bytes of an h2c-only plain-port connection are neither the HTTP/2 preface nor an
+// HTTP/1.x request: a first line (ended by CRLF) without "HTTP/" in it. Such a client gets
+// bad_preface_answer() (RFC 9113 §3.4: an invalid preface is a connection error PROTOCOL_ERROR), not the
+// 505 an HTTP/1.x client gets there.
 bool is_bad_preface(std::string_view first_bytes);
 // The server preface (an empty SETTINGS frame), then GOAWAY PROTOCOL_ERROR.
 std::string_view bad_preface_answer();

@@ -61,6 +61,7 @@ struct BystanderResult {
 // h2load, one connection, one stream at a time, at a steady rate; per-request times from its log file.
 BystanderResult run_bystander(int port, const std::string& tag) {
   const std::string log = std::string(::testing::TempDir()) + "/h2-bystander-" + tag + ".tsv";
+  std::remove(log.c_str());  // h2load appends
   auto r = run_command({"h2load", "-c1", "-m1", "-n" + std::to_string(kBystanderRequests),
                         "--rps=" + std::to_string(kBystanderRate), "--log-file=" + log,
                         "http://127.0.0.1:" + std::to_string(port) + "/"},

@@ -164,7 +164,7 @@ TEST(RequestRefusal, HostMustAgreeWithAuthority) {
   EXPECT_EQ(two->body, "several host fields");
 }
 
-TEST(BadPreface, ALineWithoutHttpVersionIsNeitherHttp1NorHttp2) {
+TEST(BadPreface, ALineWithoutHttpVersionIsNeitherHttp1NorHttp2) {  // used on h2c-only ports
   EXPECT_TRUE(is_bad_preface("INVALID CONNECTION PREFACE\r\n\r\n"));
   EXPECT_FALSE(is_bad_preface("GET / HTTP/1.1\r\nHost: x\r\n"));
   EXPECT_FALSE(is_bad_preface("GET / HTTP/1.1x\r\n"));     // malformed HTTP/1.1: the h1 codec answers 400
