@@ -52,6 +52,23 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_MAX_HEADER_COUNT", "max-header-count", false, "header fields per request (default 100; 431 beyond)"},
       {"SLUICE_MAX_BODY_BYTES", "max-body-bytes", false, "request body, 0 = unlimited (default 0; 413 beyond)"},
       {"SLUICE_MAX_CONNECTIONS", "max-connections", false, "open client connections (default 10000)"},
+      {"SLUICE_H2_MAX_CONCURRENT_STREAMS", "h2-max-concurrent-streams", false,
+       "HTTP/2 streams open at once per client connection (default 100; beyond: RST_STREAM REFUSED_STREAM)"},
+      {"SLUICE_H2_RESET_BURST", "h2-reset-burst", false,
+       "HTTP/2 streams a client connection may reset or get refused at once (default 1000; beyond: GOAWAY)"},
+      {"SLUICE_H2_RESET_RATE", "h2-reset-rate", false, "... and per second after that (default 33)"},
+      {"SLUICE_H2_CONTROL_FRAME_BURST", "h2-control-frame-burst", false,
+       "HTTP/2 SETTINGS, PING, PRIORITY and empty frames a client connection may send at once (default 1000; "
+       "beyond: GOAWAY)"},
+      {"SLUICE_H2_CONTROL_FRAME_RATE", "h2-control-frame-rate", false, "... and per second after that (default 100)"},
+      {"SLUICE_H2_MAX_CONTINUATIONS", "h2-max-continuations", false,
+       "CONTINUATION frames after one HEADERS frame (default 8; beyond: GOAWAY)"},
+      {"SLUICE_H2_MAX_QUEUED_ACKS", "h2-max-queued-acks", false,
+       "SETTINGS/PING acknowledgements queued for a client that does not read (default 1000; beyond: GOAWAY)"},
+      {"SLUICE_H2_MAX_SETTINGS", "h2-max-settings", false, "entries in one SETTINGS frame (default 32; beyond: GOAWAY)"},
+      {"SLUICE_H2_STALL_TIMEOUT_MS", "h2-stall-timeout-ms", false,
+       "response bytes waiting this long for a client that neither reads nor opens its window close its HTTP/2 "
+       "connection (default 30000; 0 = never)"},
       {"SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", "client-header-timeout-seconds", false,
        "wait for a complete request head, keep-alive idle included (default 60)"},
       {"SLUICE_UPSTREAM_CONNECT_TIMEOUT_SECONDS", "upstream-connect-timeout-seconds", false,
@@ -311,6 +328,17 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   l.max_header_count = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_COUNT", 100, 1, 100000));
   l.max_body_bytes = static_cast<std::uint64_t>(o.get_int("SLUICE_MAX_BODY_BYTES", 0, 0, INT64_MAX));
   l.max_connections = static_cast<std::size_t>(o.get_int("SLUICE_MAX_CONNECTIONS", 10000, 1, 10'000'000));
+  auto& h2 = l.h2;
+  h2.max_concurrent_streams =
+      static_cast<std::uint32_t>(o.get_int("SLUICE_H2_MAX_CONCURRENT_STREAMS", 100, 1, 1'000'000));
+  h2.reset_burst = static_cast<std::uint32_t>(o.get_int("SLUICE_H2_RESET_BURST", 1000, 1, 1'000'000'000));
+  h2.reset_rate = static_cast<std::uint32_t>(o.get_int("SLUICE_H2_RESET_RATE", 33, 0, 1'000'000'000));
+  h2.control_burst = static_cast<std::uint32_t>(o.get_int("SLUICE_H2_CONTROL_FRAME_BURST", 1000, 1, 1'000'000'000));
+  h2.control_rate = static_cast<std::uint32_t>(o.get_int("SLUICE_H2_CONTROL_FRAME_RATE", 100, 0, 1'000'000'000));
+  h2.max_continuations = static_cast<std::size_t>(o.get_int("SLUICE_H2_MAX_CONTINUATIONS", 8, 0, 1'000'000));
+  h2.max_outbound_ack = static_cast<std::size_t>(o.get_int("SLUICE_H2_MAX_QUEUED_ACKS", 1000, 1, 1'000'000));
+  h2.max_settings = static_cast<std::size_t>(o.get_int("SLUICE_H2_MAX_SETTINGS", 32, 7, 1'000'000));
+  h2.stall_timeout = proxy::Millis(o.get_int("SLUICE_H2_STALL_TIMEOUT_MS", 30000, 0, kMaxSeconds * 1000));
   auto& t = c.proxy.timeouts;
   t.client_header = seconds(o.get_int("SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", 60, 1, kMaxSeconds));
   t.upstream_connect = seconds(o.get_int("SLUICE_UPSTREAM_CONNECT_TIMEOUT_SECONDS", 5, 1, 3600));

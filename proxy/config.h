@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/h2/limits.h"
+
 namespace sluice::proxy {
 
 using Seconds = std::chrono::seconds;
@@ -20,6 +22,7 @@ struct Limits {
   std::uint64_t max_body_bytes = 0;          // 0 = unlimited (413 beyond)
   std::size_t max_connections = 10000;       // per process; further accepts are closed at once
   std::size_t max_response_header_bytes = 64 * 1024;  // from the app (502 beyond)
+  h2::AbuseLimits h2;  // what one HTTP/2 client connection may do before GOAWAY
 };
 
 struct Timeouts {

@@ -55,11 +55,19 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   asio::steady_timer limit(socket.get_executor(), worker.config.timeouts.client_header);
   auto ready = co_await (socket.async_wait(tcp::socket::wait_read, use_nothrow) || limit.async_wait(use_nothrow));
   if (ready.index() == 1) co_return;  // nothing sent before the header timeout: close
-  char head[24];
+  char head[64];
   auto n = ::recv(socket.native_handle(), head, sizeof head, MSG_PEEK);
   if (n <= 0) co_return;
   std::string_view seen(head, static_cast<std::size_t>(n));
-  if (!preface.starts_with(seen)) {
+  if (!preface.starts_with(seen.substr(0, std::min(seen.size(), preface.size())))) {
+    // On an h2c-only port, bytes that are not HTTP/1.x either are a failed HTTP/2 preface (GOAWAY); on a
+    // port that speaks both, HTTP/1.1 answers them (400), as RFC 9112 asks.
+    if (protocols == ProxyConfig::PlainProtocols::h2c && h2::is_bad_preface(seen)) {
+      co_await asio::async_write(socket, asio::buffer(h2::bad_preface_answer()), use_nothrow);
+      error_code ignore;
+      socket.shutdown(tcp::socket::shutdown_both, ignore);
+      co_return;
+    }
     if (protocols == ProxyConfig::PlainProtocols::h2c) {
       co_await refuse_http1(socket);
       co_return;

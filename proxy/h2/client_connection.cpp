@@ -39,6 +39,11 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* f, const 
   auto n = as_view(name, namelen);
   auto v = as_view(value, valuelen);
   if (st->final_head) {  // trailers
+    st->trailer_bytes += namelen + valuelen + 32;
+    if (st->trailer_bytes > self.max_header_bytes_) {
+      st->failure = http::error::header_limit;
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets this stream only
+    }
     st->trailers.emplace_back(n, v);
     return 0;
   }
@@ -112,6 +117,17 @@ int ClientConnection::on_stream_close(nghttp2_session*, int32_t id, uint32_t err
   return 0;
 }
 
+int ClientConnection::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* p) {
+  auto* st = conn_of(p).find(f->hd.stream_id);
+  if (st && !st->failure) {
+    st->failure = http::error::bad_field;
+    log::warn("h2c upstream: malformed response from the app")
+        .kv("stream", f->hd.stream_id)
+        .kv("error", nghttp2_strerror(error));
+  }
+  return 0;
+}
+
 bool ClientConnection::start() {
   const std::vector<nghttp2_settings_entry> settings = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
@@ -122,7 +138,9 @@ bool ClientConnection::start() {
                                 .on_header = &on_header,
                                 .on_frame_recv = &on_frame_recv,
                                 .on_data_chunk = &on_data_chunk,
-                                .on_stream_close = &on_stream_close};
+                                .on_stream_close = &on_stream_close,
+                                .on_invalid_frame = &on_invalid_frame,
+                                .on_invalid_header = &on_invalid_header};
   return wire_.start(Wire::Role::client, callbacks, this, settings, kConnectionWindow);
 }
 
@@ -182,7 +200,7 @@ asio::awaitable<void> ClientConnection::reader() {
   while (!broken_) {
     auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
     if (ec) break;
-    if (!wire_.feed(buf.data(), n)) {
+    if (wire_.feed(buf.data(), n) != 0) {
       log::warn("h2c upstream: protocol error from the app");
       break;
     }

@@ -3,6 +3,20 @@
 
 namespace sluice::proxy::h2 {
 
+bool is_bad_preface(std::string_view first_bytes) {
+  auto eol = first_bytes.find("\r\n");
+  if (eol == std::string_view::npos) return false;  // not a whole line yet: the h1 codec decides
+  auto line = first_bytes.substr(0, eol);
+  return line.find("HTTP/") == std::string_view::npos;
+}
+
+std::string_view bad_preface_answer() {
+  static constexpr char kAnswer[] =
+      "\0\0\0\x04\0\0\0\0\0"                   // SETTINGS, empty
+      "\0\0\x08\x07\0\0\0\0\0\0\0\0\0\0\0\0\x01";  // GOAWAY, last stream 0, PROTOCOL_ERROR
+  return {kAnswer, sizeof kAnswer - 1};
+}
+
 std::optional<std::string> decode_base64url(std::string_view in) {
   while (!in.empty() && in.back() == '=') in.remove_suffix(1);
   if (in.size() % 4 == 1) return std::nullopt;

@@ -24,6 +24,14 @@ struct Handover {
   std::optional<UpgradeRequest> upgrade;
 };
 
+// Whether the first bytes of an h2c-only plain-port connection are neither the HTTP/2 preface nor an
+// HTTP/1.x request: a first line (ended by CRLF) without "HTTP/" in it. Such a client gets
+// bad_preface_answer() (RFC 9113 §3.4: an invalid preface is a connection error PROTOCOL_ERROR), not the
+// 505 an HTTP/1.x client gets there.
+bool is_bad_preface(std::string_view first_bytes);
+// The server preface (an empty SETTINGS frame), then GOAWAY PROTOCOL_ERROR.
+std::string_view bad_preface_answer();
+
 // base64url without padding (RFC 7540 §3.2.1); nullopt when malformed.
 std::optional<std::string> decode_base64url(std::string_view in);
 

@@ -13,12 +13,12 @@
 #include "proxy/forwarder.h"
 #include "proxy/h1/message.h"
 #include "proxy/h2/server.h"
+#include "proxy/h2/validate.h"
 #include "proxy/headers.h"
 
 namespace sluice::proxy::h2 {
 namespace {
 
-constexpr std::uint32_t kMaxConcurrentStreams = 100;
 // Per-stream receive window: how much of a request body may wait in sluice for the app.
 constexpr std::int32_t kStreamWindow = 256 * 1024;
 constexpr std::int32_t kConnectionWindow = 4 * 1024 * 1024;
@@ -38,7 +38,10 @@ Session::Session(WorkerContext& worker, Downstream socket, std::string peer_addr
       peer_(std::move(peer)),
       wire_(socket_.get_executor()),
       streams_finished_(socket_.get_executor()),
-      idle_timer_(socket_.get_executor()) {
+      idle_timer_(socket_.get_executor()),
+      guard_(worker_.config.limits.h2),
+      stall_timer_(socket_.get_executor()) {
+  wire_.on_progress = [this] { guard_.progress(); };
   worker_.connections.insert(this);
 }
 
@@ -77,13 +80,26 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* f, const uint8_t* 
   if (!s) return 0;
   std::string_view n(reinterpret_cast<const char*>(name), namelen);
   std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+  const auto max_bytes = self.worker_.config.limits.max_header_bytes;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_HEADERS) {  // trailers
+    s->trailer_bytes += namelen + valuelen + 32;
+    if (s->trailer_bytes > max_bytes) {
+      self.reject_stream(s->id, "request trailers too large");
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM for this stream only
+    }
     s->request_trailers_.emplace_back(n, v);
     return 0;
   }
   s->header_bytes += namelen + valuelen + 32;
-  if (s->header_bytes > self.worker_.config.limits.max_header_bytes) {
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM for this stream only
+  if (s->header_bytes > max_bytes) {
+    s->too_large = true;  // answered 431 once the block has ended; the rest is not kept
+    // Far beyond: HPACK amplification (one byte naming a 4 KiB table entry). A reset stops nghttp2
+    // from checking every further field of the block.
+    if (s->header_bytes > 4 * max_bytes) {
+      self.reject_stream(s->id, "request header list amplified beyond the limit");
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return 0;
   }
   if (n == ":method") {
     s->req.method_string(v);
@@ -150,10 +166,54 @@ int Session::on_stream_close(nghttp2_session* ng, int32_t id, uint32_t error, vo
   return 0;
 }
 
+int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* p) {
+  auto& self = self_of(p);
+  return self.guard_.frame(*hd) ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;  // fatal: end_abusive() follows
+}
+
+int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* p) {
+  auto& self = self_of(p);
+  if (f->hd.stream_id == 0) return 0;  // a connection error: nghttp2 sends GOAWAY itself
+  return self.reject_stream(f->hd.stream_id, nghttp2_strerror(error)) ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+bool Session::reject_stream(std::int32_t id, std::string_view why) {
+  if (!rejection_logged_) {  // once per connection: a flood of them ends in end_abusive()'s line
+    rejection_logged_ = true;
+    log::info("h2 stream rejected").kv("peer", peer_).kv("stream", id).kv("reason", why);
+  }
+  if (guard_.stream_rejected()) return true;
+  end_abusive(NGHTTP2_ENHANCE_YOUR_CALM, why);
+  return false;
+}
+
+void Session::end_abusive(std::uint32_t code, std::string_view why, bool cut) {
+  if (broken_) return;
+  log::warn("h2 connection closed")
+      .kv("peer", peer_)
+      .kv("limit", guard_.violation().empty() ? std::string_view("-") : guard_.violation())
+      .kv("reason", why)
+      .kv("goaway", nghttp2_http2_strerror(code));
+  going_away_ = true;
+  nghttp2_session_terminate_session(wire_.session(), code);  // the writer sends the GOAWAY, then ends the read loop
+  wire_.want_write();
+  if (wire_.writing() && cut) {  // the client does not read: no GOAWAY will get through
+    error_code ignore;
+    socket_.cancel(ignore);
+  }
+}
+
+bool Session::response_waiting() const {
+  if (wire_.writing()) return true;
+  for (const auto& s : streams_)
+    if (s.out->unsent() > 0) return true;
+  return false;
+}
+
 bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream* upgraded) {
   const auto& limits = worker_.config.limits;
   const std::vector<nghttp2_settings_entry> settings = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits.max_header_bytes)},
   };
@@ -161,8 +221,13 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
                                 .on_header = &Session::on_header,
                                 .on_frame_recv = &Session::on_frame_recv,
                                 .on_data_chunk = &Session::on_data_chunk,
-                                .on_stream_close = &Session::on_stream_close};
-  if (!wire_.start(Wire::Role::server, callbacks, this, settings, kConnectionWindow)) return false;
+                                .on_stream_close = &Session::on_stream_close,
+                                .on_begin_frame = &Session::on_begin_frame,
+                                .on_invalid_frame = &Session::on_invalid_frame,
+                                .on_invalid_header = &Session::on_invalid_header};
+  if (!wire_.start(Wire::Role::server, callbacks, this, settings, kConnectionWindow,
+                   [this](nghttp2_option* opt) { guard_.configure(opt); }))
+    return false;
   if (upgraded) {
     int rv = nghttp2_session_upgrade2(wire_.session(), reinterpret_cast<const uint8_t*>(upgrade_settings.data()),
                                       upgrade_settings.size(), head_upgrade ? 1 : 0, upgraded);
@@ -248,8 +313,17 @@ asio::awaitable<void> Session::serve_stream(Stream& stream) {
   s->record.start = Clock::now();
   s->record.peer = peer_;
   s->record.protocol = "HTTP/2.0";
+  if (s->state == Stream::State::closed) co_return;  // reset in the same read as its HEADERS: nothing to forward
   if (!s->has_method || !s->has_path) {  // nghttp2 checks the rest of the pseudo-header rules
     reset_stream(*s, NGHTTP2_PROTOCOL_ERROR);
+    co_return;
+  }
+  if (auto refusal = request_refusal(req, s->authority, s->too_large)) {
+    s->record.status = refusal->status;
+    if (!reject_stream(s->id, refusal->body)) co_return;
+    submit_local(*s, *refusal);
+    co_await s->flushed();
+    log_exchange(worker_, s->record);
     co_return;
   }
   if (req.find(http::field::host) == req.end() && !s->authority.empty()) req.set(http::field::host, s->authority);
@@ -325,6 +399,13 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
     socket_.cancel(cancel_error);  // ends the reader
     writer_done.signal();
   }, asio::detached);
+  Completion stall_done(socket_.get_executor());
+  asio::co_spawn(socket_.get_executor(), [this, &stall_done]() -> asio::awaitable<void> {
+    co_await watch_stalls(
+        guard_, stall_timer_, [this] { return !broken_; }, [this] { return response_waiting(); },
+        [this] { end_abusive(NGHTTP2_ENHANCE_YOUR_CALM, "stalled: response waits on a client that does not read", true); });
+    stall_done.signal();
+  }, asio::detached);
   Completion idle_done(socket_.get_executor());
   asio::co_spawn(socket_.get_executor(), [this, &idle_done]() -> asio::awaitable<void> {
     co_await idle_watch();
@@ -332,13 +413,18 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   }, asio::detached);
 
   std::vector<char> buf(16 * 1024);
-  bool ok = initial.empty() || wire_.feed(initial.data(), initial.size());
+  auto feed = [this](const char* data, std::size_t n) {
+    int rv = wire_.feed(data, n);
+    if (rv < 0) end_abusive(guard_.goaway_code(rv), nghttp2_strerror(rv));
+    return rv == 0;
+  };
+  bool ok = initial.empty() || feed(initial.data(), initial.size());
   while (ok && !broken_) {
     if (finished()) break;
     auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
     if (ec) break;
     last_activity_ = Clock::now();
-    ok = wire_.feed(buf.data(), n);
+    ok = feed(buf.data(), n);
   }
   // Reading is over: streams still open end with it; then the writer flushes what is left.
   for (auto& s : streams_) {
@@ -360,6 +446,8 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   co_await writer_done.wait();
   idle_timer_.cancel();
   co_await idle_done.wait();
+  stall_timer_.cancel();
+  co_await stall_done.wait();
   socket_.shutdown(tcp::socket::shutdown_send, ignore);
   socket_.close(ignore);
 }

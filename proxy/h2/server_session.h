@@ -8,6 +8,7 @@
 #include <string>
 
 #include "proxy/downstream.h"
+#include "proxy/h2/guard.h"
 #include "proxy/h2/handover.h"
 #include "proxy/h2/server_stream.h"
 #include "proxy/h2/wire.h"
@@ -46,6 +47,16 @@ class Session final : public ConnectionHandle {
   static int on_data_chunk(nghttp2_session*, uint8_t flags, int32_t id, const uint8_t* data, size_t len,
                            void* self);
   static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void* self);
+  // Abuse and RFC 9113 §8 hooks (the accounting is in guard.h).
+  static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
+  static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* self);
+  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*,
+                               size_t, uint8_t, void*) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // malformed (RFC 9113 §8.2.1): RST_STREAM PROTOCOL_ERROR
+  }
+  bool reject_stream(std::int32_t id, std::string_view why);
+  void end_abusive(std::uint32_t code, std::string_view why, bool cut = false);
+  bool response_waiting() const;
 
   bool start(std::string_view upgrade_settings, bool head_upgrade, Stream* upgraded);
   Stream* find(std::int32_t id) {
@@ -71,6 +82,9 @@ class Session final : public ConnectionHandle {
   bool going_away_ = false;
   bool broken_ = false;
   Clock::time_point last_activity_ = Clock::now();
+  ConnectionGuard guard_;
+  asio::steady_timer stall_timer_;
+  bool rejection_logged_ = false;
 };
 
 }  // namespace sluice::proxy::h2

@@ -71,6 +71,8 @@ class Stream final : public ServerExchange {
   std::string authority;
   bool has_method = false, has_path = false;
   std::size_t header_bytes = 0;
+  std::size_t trailer_bytes = 0;
+  bool too_large = false;     // the header list passed max_header_bytes: the rest is ignored, 431
   bool request_done = false;  // END_STREAM received
   bool reset = false;         // closed before the exchange ended (RST_STREAM, GOAWAY, connection gone)
   bool cancelled = false;     // a deadline passed: waits end with an error

@@ -52,7 +52,8 @@ Wire::~Wire() {
 }
 
 bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
-                 const std::vector<nghttp2_settings_entry>& settings, std::int32_t connection_window) {
+                 const std::vector<nghttp2_settings_entry>& settings, std::int32_t connection_window,
+                 const std::function<void(nghttp2_option*)>& configure) {
   nghttp2_session_callbacks* cb;
   if (nghttp2_session_callbacks_new(&cb) != 0) return false;
   nghttp2_session_callbacks_set_on_begin_headers_callback(cb, callbacks.on_begin_headers);
@@ -61,6 +62,11 @@ bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, callbacks.on_data_chunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, callbacks.on_stream_close);
   nghttp2_session_callbacks_set_send_data_callback(cb, &Wire::send_data);
+  if (callbacks.on_begin_frame) nghttp2_session_callbacks_set_on_begin_frame_callback(cb, callbacks.on_begin_frame);
+  if (callbacks.on_invalid_frame)
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, callbacks.on_invalid_frame);
+  if (callbacks.on_invalid_header)
+    nghttp2_session_callbacks_set_on_invalid_header_callback(cb, callbacks.on_invalid_header);
   nghttp2_option* opt;
   if (nghttp2_option_new(&opt) != 0) {
     nghttp2_session_callbacks_del(cb);
@@ -68,6 +74,7 @@ bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
   }
   nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_max_settings(opt, 32);
+  if (configure) configure(opt);
   int rv = role == Role::server ? nghttp2_session_server_new2(&ng_, cb, owner, opt)
                                 : nghttp2_session_client_new2(&ng_, cb, owner, opt);
   nghttp2_option_del(opt);
@@ -78,10 +85,10 @@ bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
   return true;
 }
 
-bool Wire::feed(const char* data, std::size_t n) {
+int Wire::feed(const char* data, std::size_t n) {
   auto rv = nghttp2_session_mem_recv(ng_, reinterpret_cast<const uint8_t*>(data), n);
   write_wanted_.notify();
-  return rv >= 0;
+  return rv < 0 ? static_cast<int>(rv) : 0;
 }
 
 nghttp2_data_provider Wire::provider(SendQueue& q) {
@@ -137,6 +144,7 @@ int Wire::send_data(nghttp2_session*, nghttp2_frame*, const uint8_t* framehd, si
   for (const auto& s : w.slices_) w.pieces_.push_back({static_cast<const char*>(s.data()), 0, s.size()});
   w.taken_.emplace_back(&q, length);
   w.batch_bytes_ += length;
+  if (w.on_progress) w.on_progress();
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -82,6 +83,10 @@ struct WireCallbacks {
   nghttp2_on_frame_recv_callback on_frame_recv = nullptr;
   nghttp2_on_data_chunk_recv_callback on_data_chunk = nullptr;
   nghttp2_on_stream_close_callback on_stream_close = nullptr;
+  // Optional: the server's abuse guard and RFC 9113 §8 checks.
+  nghttp2_on_begin_frame_callback on_begin_frame = nullptr;
+  nghttp2_on_invalid_frame_recv_callback on_invalid_frame = nullptr;
+  nghttp2_on_invalid_header_callback on_invalid_header = nullptr;
 };
 
 // One nghttp2 session and the write side of its connection.
@@ -94,13 +99,13 @@ class Wire {
   Wire& operator=(const Wire&) = delete;
 
   // Creates the session with sluice's options (window updates sent by the codec as the far side reads;
-  // `max_settings` entries per SETTINGS frame at most), then submits `settings`.
+  // 32 entries per SETTINGS frame at most; then whatever `configure` sets), then submits `settings`.
   bool start(Role role, const WireCallbacks& callbacks, void* owner, const std::vector<nghttp2_settings_entry>& settings,
-             std::int32_t connection_window);
+             std::int32_t connection_window, const std::function<void(nghttp2_option*)>& configure = {});
   nghttp2_session* session() const { return ng_; }
 
-  // Received bytes into the session; false on a connection error (GOAWAY is queued when nghttp2 sent one).
-  bool feed(const char* data, std::size_t n);
+  // Received bytes into the session: 0, or nghttp2's (fatal) error; nghttp2 queued GOAWAY where it sends one.
+  int feed(const char* data, std::size_t n);
 
   // A data provider reading from `q`: DATA frames cut from it without copying, trailers at its end.
   nghttp2_data_provider provider(SendQueue& q);
@@ -118,6 +123,10 @@ class Wire {
   asio::awaitable<error_code> write_loop(Socket& socket, bool contiguous, Stop stop);
 
   bool wants_io() const { return nghttp2_session_want_read(ng_) || nghttp2_session_want_write(ng_); }
+  // A socket write is under way.
+  bool writing() const { return writing_; }
+  // Called whenever response or request bytes move: cut into a frame, or written to the socket.
+  std::function<void()> on_progress;
 
  private:
   static ssize_t read_data(nghttp2_session*, std::int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
@@ -144,6 +153,7 @@ class Wire {
   std::vector<asio::const_buffer> gather_, slices_;
   std::string flat_;
   std::size_t batch_bytes_ = 0;
+  bool writing_ = false;
 };
 
 inline constexpr std::size_t kWriteBatch = 64 * 1024;
@@ -161,6 +171,7 @@ asio::awaitable<error_code> Wire::write_loop(Socket& socket, bool contiguous, St
     for (const auto& p : pieces_)
       gather_.emplace_back(p.ring ? p.ring + p.offset : frames_.data() + p.offset, p.size);
     error_code ec;
+    writing_ = true;
     if (contiguous && gather_.size() > 1) {
       flat_.resize(batch_bytes_);
       asio::buffer_copy(asio::buffer(flat_), gather_);
@@ -172,7 +183,9 @@ asio::awaitable<error_code> Wire::write_loop(Socket& socket, bool contiguous, St
       (void)n;
       ec = wec;
     }
+    writing_ = false;
     written();
+    if (on_progress) on_progress();
     if (ec) co_return ec;
   }
 }
