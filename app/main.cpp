@@ -1,4 +1,5 @@
 // sluice entry point: picks the mode; configuration errors print one line and exit 2.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string_view>
@@ -21,6 +22,9 @@ constexpr std::string_view kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that resets a connection is an error value on the write, never a signal: OpenSSL writes the
+  // TLS sockets itself (proxy/tls_socket.h) without MSG_NOSIGNAL. Children get the default back (spawn.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string_view> args(argv + 1, argv + argc);
   // Knative passes no arguments to the queue sidecar image: no mode means sidecar.
   std::string_view mode = args.empty() ? "sidecar" : args.front();

@@ -5,9 +5,10 @@
 #include <memory>
 #include <string_view>
 
-#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "proxy/asio.h"
+#include "proxy/tls_socket.h"
 
 namespace sluice::proxy {
 
@@ -18,7 +19,7 @@ inline constexpr std::string_view kHttps = "https";  // X-Forwarded-Proto / Forw
 class Downstream {
  public:
   using executor_type = asio::any_io_executor;
-  using TlsStream = ssl::stream<tcp::socket>;
+  using TlsStream = TlsSocket;
 
   explicit Downstream(tcp::socket socket) : plain_(std::move(socket)) {}
   // `context` is kept alive as long as the connection: a certificate reload swaps in a new one for new

@@ -1,0 +1,143 @@
+// TLS over a TCP socket, with OpenSSL reading and writing the socket itself (its socket BIO on the
+// non-blocking descriptor) and Asio only waiting for readiness. Asio's own ssl::stream runs OpenSSL over
+// a memory BIO pair, which copies every record into the pair and out of it into Asio's buffer, and sends
+// each record with a write of its own; here a record goes from OpenSSL's buffer to the socket, and the
+// only copy of the plaintext is OpenSSL's.
+//
+// The operations have Asio's stream shape (async_read_some, async_write_some with any completion token),
+// so Beast's HTTP reader and asio::async_write work on it unchanged. One operation of each direction at a
+// time, as with any Asio stream; OpenSSL's state is touched only on the socket's executor.
+#pragma once
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
+#include <cstddef>
+
+#include "proxy/asio.h"
+
+namespace sluice::proxy {
+
+class TlsSocket {
+ public:
+  using executor_type = asio::any_io_executor;
+
+  // A server-side session on `socket` with `context`'s settings (certificate, ALPN, versions).
+  TlsSocket(tcp::socket socket, asio::ssl::context& context);
+  ~TlsSocket();
+  TlsSocket(const TlsSocket&) = delete;
+  TlsSocket& operator=(const TlsSocket&) = delete;
+
+  SSL* native_handle() { return ssl_; }
+  tcp::socket& next_layer() { return socket_; }
+  const tcp::socket& next_layer() const { return socket_; }
+  executor_type get_executor() { return socket_.get_executor(); }
+
+  // void(error_code)
+  template <class Token>
+  auto async_handshake(asio::ssl::stream_base::handshake_type, Token&& token) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [this](auto handler) {
+          run([this](std::size_t& n) { n = 0; return SSL_do_handshake(ssl_); },
+              WithoutCount<decltype(handler)>{std::move(handler)});
+        },
+        token);
+  }
+
+  // void(error_code, std::size_t): some bytes of the first non-empty buffer.
+  template <class MutableBuffers, class Token>
+  auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+    asio::mutable_buffer b(first(buffers));
+    return asio::async_initiate<Token, void(error_code, std::size_t)>(
+        [this, b](auto handler) {
+          run([this, b](std::size_t& n) { return b.size() == 0 ? 1 : SSL_read_ex(ssl_, b.data(), b.size(), &n); },
+              std::move(handler));
+        },
+        token);
+  }
+
+  // void(error_code, std::size_t): some bytes of the first non-empty buffer (a partial write is whole records).
+  template <class ConstBuffers, class Token>
+  auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+    asio::const_buffer b(first(buffers));
+    return asio::async_initiate<Token, void(error_code, std::size_t)>(
+        [this, b](auto handler) {
+          run([this, b](std::size_t& n) { return b.size() == 0 ? 1 : SSL_write_ex(ssl_, b.data(), b.size(), &n); },
+              std::move(handler));
+        },
+        token);
+  }
+
+ private:
+  // A void(error_code) handler called as void(error_code, std::size_t); cancellation still reaches it.
+  template <class H>
+  struct WithoutCount {
+    H handler;
+    void operator()(error_code ec, std::size_t) { std::move(handler)(ec); }
+    using cancellation_slot_type = asio::associated_cancellation_slot_t<H>;
+    cancellation_slot_type get_cancellation_slot() const noexcept {
+      return asio::get_associated_cancellation_slot(handler);
+    }
+  };
+
+  template <class Buffers>
+  static auto first(const Buffers& buffers) {
+    using Buffer = std::decay_t<decltype(*asio::buffer_sequence_begin(buffers))>;
+    for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it)
+      if (Buffer b(*it); b.size() > 0) return b;
+    return Buffer{};
+  }
+
+  // Tries `attempt` (an SSL call returning 1 on success, with the byte count in its argument); while
+  // OpenSSL wants the socket readable or writable, waits for that and tries again. A result reached
+  // without any wait is posted, not delivered from inside the initiating call (Asio's rule for
+  // asynchronous operations, which composed operations and coroutines rely on).
+  template <class Attempt, class Handler>
+  void run(Attempt attempt, Handler&& handler) {
+    using H = std::decay_t<Handler>;
+    struct Op {
+      TlsSocket* self;
+      Attempt attempt;
+      H handler;
+      bool waited = false;
+      // The waits carry the caller's cancellation (a timeout raced with `||`, say) to the socket.
+      using cancellation_slot_type = asio::associated_cancellation_slot_t<H>;
+      cancellation_slot_type get_cancellation_slot() const noexcept {
+        return asio::get_associated_cancellation_slot(handler);
+      }
+      void operator()(error_code wait_error = {}) {
+        if (wait_error) return finish(wait_error, 0);
+        std::size_t n = 0;
+        ERR_clear_error();
+        int rv = attempt(n);
+        if (rv == 1) return finish(error_code{}, n);
+        switch (SSL_get_error(self->ssl_, rv)) {
+          case SSL_ERROR_WANT_READ:
+            waited = true;
+            return self->socket_.async_wait(tcp::socket::wait_read, std::move(*this));
+          case SSL_ERROR_WANT_WRITE:
+            waited = true;
+            return self->socket_.async_wait(tcp::socket::wait_write, std::move(*this));
+          default:
+            return finish(self->failure(rv), 0);
+        }
+      }
+      void finish(error_code ec, std::size_t n) {
+        if (waited) return std::move(handler)(ec, n);
+        auto ex = asio::get_associated_executor(handler, self->socket_.get_executor());
+        asio::post(ex, [h = std::move(handler), ec, n]() mutable { std::move(h)(ec, n); });
+      }
+    };
+    Op{this, std::move(attempt), std::forward<Handler>(handler)}();
+  }
+
+  // The error for a failed SSL call: a clean close_notify or a bare EOF is asio::error::eof.
+  error_code failure(int rv);
+
+  tcp::socket socket_;
+  SSL* ssl_ = nullptr;
+};
+
+}  // namespace sluice::proxy
