@@ -99,7 +99,11 @@ std::unique_ptr<PodCgroup> PodCgroup::create(const ThrottleChoice& throttle, con
     auto bytes = std::to_string(*limits.memory_bytes);
     if (!cgroup::write_file(cg->memory_limit_file(), bytes, &error)) return nullptr;
     // No swap: a pod over its limit is killed, as in Kubernetes, not slowed down to a crawl.
-    if (cg->memory_v2_) cgroup::write_file(cg->memory_dir_ / "memory.swap.max", "0");
+    if (cg->memory_v2_) {
+      cgroup::write_file(cg->memory_dir_ / "memory.swap.max", "0");
+      if (cgroup::write_file(cg->throttle_dir_ / "cgroup.subtree_control", "+memory"))
+        cg->container_limits_ = {{"memory.max", bytes}, {"memory.swap.max", "0"}};
+    }
   }
   if (limits.cpu_millis) {
     if (!place("cpu", throttle.kind == ThrottleKind::cgroup1_cfs_quota, cg->cpu_dir_, cg->cpu_v2_)) return nullptr;

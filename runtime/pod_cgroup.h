@@ -41,6 +41,10 @@ class PodCgroup {
   std::filesystem::path memory_limit_file() const;
   std::filesystem::path cpu_limit_file() const;
   const std::vector<std::filesystem::path>& dirs() const { return dirs_; }
+  // Files to write in each container's own cgroup (cgroup v2), so that an app reading its own cgroup's
+  // memory.max sees the pod's limit, as in a Kubernetes container. Empty on v1 (containers sit in the pod's
+  // memory cgroup itself there).
+  const std::vector<std::pair<std::string, std::string>>& container_limits() const { return container_limits_; }
   // OOM kills in the pod so far (memory.events / memory.oom_control "oom_kill").
   std::uint64_t oom_kills() const;
   // Freezes or thaws the whole pod (v2 cgroup.freeze or v1 freezer.state of the pod dir).
@@ -56,6 +60,7 @@ class PodCgroup {
   std::filesystem::path memory_dir_, cpu_dir_;  // may equal throttle_dir_
   bool memory_v2_ = false, cpu_v2_ = false;
   std::vector<std::filesystem::path> join_files_;
+  std::vector<std::pair<std::string, std::string>> container_limits_;
   std::vector<std::filesystem::path> dirs_;  // created, in creation order
   bool removed_ = false;
 };

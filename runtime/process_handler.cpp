@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "runtime/cgroup_fs.h"
 #include "runtime/exec.h"
 #include "runtime/instance_cgroup.h"
 #include "runtime/spawn.h"
@@ -140,6 +141,9 @@ std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string
     if (req.sandbox && !req.sandbox->cgroup_parent.empty()) where.base = req.sandbox->cgroup_parent;
     cg = InstanceCgroup::create(where, req.spec.id, error);
     if (!cg) return nullptr;
+    if (req.sandbox)
+      for (const auto& [file, value] : req.sandbox->container_limits)
+        if (!cgroup::write_file(cg->dir() / file, value, &error)) return nullptr;
   }
   SpawnRequest sr{req.spec.command, req.env, req.spec.working_dir, req.stdout_fd, req.stderr_fd,
                   cg ? cg->procs_fd() : -1, -1, req.spec.die_with_starter ? SIGKILL : 0};

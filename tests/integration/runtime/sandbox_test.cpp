@@ -185,6 +185,16 @@ TEST_F(SandboxTest, MemoryHogIsReportedOOMKilled) {
   EXPECT_EQ(st->reason, "OOMKilled");
   EXPECT_EQ(st->memory_limit_bytes, std::optional<std::uint64_t>(64ULL << 20));
   EXPECT_GE(rt_->pod_sandbox_status("pod-oom")->oom_kills, 1U);
+  // The app sees the limit in its own cgroup: v1 memory.limit_in_bytes, or v2 memory.max.
+  ASSERT_TRUE(rt_->create(in_pod("reader", "pod-oom", "exec sleep 30")));
+  ASSERT_TRUE(rt_->start("reader"));
+  auto seen = rt_->exec("reader", {"/bin/sh", "-c",
+                                   "p=$(grep -E '^[0-9]+:memory:' /proc/self/cgroup | cut -d: -f3); "
+                                   "if [ -n \"$p\" ]; then cat /sys/fs/cgroup/memory$p/memory.limit_in_bytes; "
+                                   "else p=$(grep '^0::' /proc/self/cgroup | cut -d: -f3); cat /sys/fs/cgroup$p/memory.max; fi"},
+                        5s);
+  EXPECT_EQ(seen.output, std::to_string(64ULL << 20) + "\n");
+  ASSERT_TRUE(rt_->remove("reader"));
   // Killed otherwise, a container of the same pod is not OOMKilled.
   ASSERT_TRUE(rt_->create(in_pod("victim", "pod-oom", "exec sleep 30")));
   ASSERT_TRUE(rt_->start("victim"));
@@ -242,6 +252,37 @@ TEST_F(SandboxTest, RunsAsTheConfiguredUserAndRefusesRootWhenBanned) {
   EXPECT_NE(started.error().find("runAsNonRoot"), std::string::npos) << started.error();
   EXPECT_EQ(rt_->status("u2")->reason,
             "runAsNonRoot is set but the instance would run as root (uid 0): set run-as-user to a non-zero uid");
+}
+
+TEST_F(SandboxTest, RuncContainerJoinsThePodNetworkAndExecRunsInside) {
+  if (auto ok = rt_->check_handler("runc"); !ok) GTEST_SKIP() << ok.error();
+  if (!path_exists("/bin/busybox")) GTEST_SKIP() << "/bin/busybox missing (apt-get install busybox-static)";
+  auto rootfs = fs::temp_directory_path() / ("sluice-sb-rootfs-" + std::to_string(::getpid()));
+  fs::create_directories(rootfs / "bin");
+  fs::copy_file("/bin/busybox", rootfs / "bin/busybox", fs::copy_options::overwrite_existing);
+  for (const char* applet : {"sh", "echo", "cat", "id", "httpd", "mkdir", "sleep"})
+    fs::create_symlink("busybox", rootfs / "bin" / applet);
+  auto ok = rt_->run_pod_sandbox(PodSandboxConfig{"pod-runc", PodLimits{48ULL << 20, std::nullopt}}, "runc");
+  ASSERT_TRUE(ok) << ok.error();
+  auto pod = *rt_->pod_sandbox_status("pod-runc");
+  made_.push_back(pod);
+  auto s = in_pod("r1", "pod-runc", "mkdir -p /tmp/www && echo from-runc > /tmp/www/index.html && "
+                                    "exec httpd -f -p 0.0.0.0:$PORT -h /tmp/www");
+  s.handler = "runc";
+  s.rootfs = rootfs;
+  s.run_as_user = 1000;
+  s.run_as_group = 1000;
+  ASSERT_TRUE(rt_->create(s));
+  auto started = rt_->start("r1");
+  ASSERT_TRUE(started) << started.error();
+  EXPECT_TRUE(eventually([&] { return http_get(pod.address, 8080) == "from-runc\n"; }, 10s));
+  auto r = rt_->exec("r1", {"/bin/sh", "-c", "id -u; cat /proc/net/dev | grep -c eth0; grep ' /tmp ' /proc/mounts | grep -o 'size=[0-9a-z]*'"}, 10s);
+  EXPECT_TRUE(r.succeeded()) << r.error << r.output;
+  // Its user, its pod's eth0, and /tmp as a tmpfs the size of the memory limit (48 MiB).
+  EXPECT_EQ(r.output, "1000\n1\nsize=49152k\n") << r.output;
+  ASSERT_TRUE(rt_->remove_pod_sandbox("pod-runc"));
+  std::error_code ec;
+  fs::remove_all(rootfs, ec);
 }
 
 }  // namespace
