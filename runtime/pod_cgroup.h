@@ -35,7 +35,7 @@ class PodCgroup {
 
   // Parent for the containers' throttle cgroups; empty when the throttle uses no cgroup.
   const std::filesystem::path& container_parent() const { return throttle_dir_; }
-  // cgroup.procs files a container's process must join besides its own cgroup (limits in other hierarchies).
+  // Files (v1 `tasks`) a container's process writes "0" to, to join the pod's dirs in other hierarchies.
   const std::vector<std::filesystem::path>& join_files() const { return join_files_; }
   // Where the limits are, for status and the runtime contract ("memory.max" or "memory.limit_in_bytes").
   std::filesystem::path memory_limit_file() const;

@@ -225,22 +225,6 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::
   return std::nullopt;
 }
 
-std::string_view to_string(SandboxMode m) {
-  switch (m) {
-    case SandboxMode::auto_: return "auto";
-    case SandboxMode::on: return "on";
-    case SandboxMode::off: return "off";
-  }
-  return "?";
-}
-
-std::optional<SandboxMode> parse_sandbox_mode(std::string_view text) {
-  if (text == "auto") return SandboxMode::auto_;
-  if (text == "on" || text == "true") return SandboxMode::on;
-  if (text == "off" || text == "false") return SandboxMode::off;
-  return std::nullopt;
-}
-
 std::string_view to_string(FeatureState s) {
   switch (s) {
     case FeatureState::enabled: return "enabled";

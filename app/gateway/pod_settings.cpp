@@ -1,7 +1,24 @@
-// Kubernetes resource quantities, the subset a service's `memory:` and `cpu:` take; see config.h.
+// The pod settings' values: `sandbox:` modes and the Kubernetes resource quantities a service's `memory:`
+// and `cpu:` take; see config.h.
 #include "app/gateway/config.h"
 
 namespace sluice::app::gateway {
+
+std::string_view to_string(SandboxMode m) {
+  switch (m) {
+    case SandboxMode::auto_: return "auto";
+    case SandboxMode::on: return "on";
+    case SandboxMode::off: return "off";
+  }
+  return "?";
+}
+
+std::optional<SandboxMode> parse_sandbox_mode(std::string_view text) {
+  if (text == "auto") return SandboxMode::auto_;
+  if (text == "on" || text == "true") return SandboxMode::on;
+  if (text == "off" || text == "false") return SandboxMode::off;
+  return std::nullopt;
+}
 
 std::optional<std::uint64_t> parse_memory_quantity(std::string_view text) {
   static const std::pair<std::string_view, std::uint64_t> kUnits[] = {
