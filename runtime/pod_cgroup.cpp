@@ -142,15 +142,6 @@ std::uint64_t PodCgroup::oom_kills() const {
                     : counter(memory_dir_ / "memory.oom_control", "oom_kill");
 }
 
-bool PodCgroup::freeze(std::string& error) {
-  if (kind_ != ThrottleKind::cgroup2_freeze && kind_ != ThrottleKind::cgroup1_freezer) {
-    error = "the throttle (" + std::string(to_string(kind_)) + ") cannot freeze a pod";
-    return false;
-  }
-  if (kind_ == ThrottleKind::cgroup2_freeze) return cgroup::write_file(throttle_dir_ / "cgroup.freeze", "1", &error);
-  return cgroup::write_file(throttle_dir_ / "freezer.state", "FROZEN", &error);
-}
-
 bool PodCgroup::thaw(std::string& error) {
   if (kind_ == ThrottleKind::cgroup2_freeze) return cgroup::write_file(throttle_dir_ / "cgroup.freeze", "0", &error);
   if (kind_ == ThrottleKind::cgroup1_freezer)

@@ -47,8 +47,8 @@ class PodCgroup {
   const std::vector<std::pair<std::string, std::string>>& container_limits() const { return container_limits_; }
   // OOM kills in the pod so far (memory.events / memory.oom_control "oom_kill").
   std::uint64_t oom_kills() const;
-  // Freezes or thaws the whole pod (v2 cgroup.freeze or v1 freezer.state of the pod dir).
-  bool freeze(std::string& error);
+  // Thaws the whole pod (v2 cgroup.freeze or v1 freezer.state of the pod dir): a v1-frozen task cannot die.
+  // Freezing is per container (its cgroup sits in the pod's), which for a one-container pod is the pod.
   bool thaw(std::string& error);
   // Kills what is left and removes every dir; true when all went.
   bool remove(std::string& error);

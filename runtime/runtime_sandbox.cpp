@@ -178,11 +178,8 @@ Outcome Runtime::remove_pod_sandbox(const std::string& id) {
 std::optional<PodSandboxStatus> Runtime::pod_sandbox_status(const std::string& id) const {
   auto sb = find_sandbox(id);
   if (!sb) return std::nullopt;
-  std::uint64_t ooms = 0;
-  {
-    std::lock_guard op(sb->op_mu);
-    if (sb->cgroup) ooms = sb->cgroup->oom_kills();
-  }
+  std::lock_guard op(sb->op_mu);  // its network and cgroups change only under op_mu
+  std::uint64_t ooms = sb->cgroup ? sb->cgroup->oom_kills() : 0;
   std::lock_guard lock(mu_);
   auto st = sandbox_snapshot(*sb);
   st.oom_kills = ooms;
@@ -190,9 +187,14 @@ std::optional<PodSandboxStatus> Runtime::pod_sandbox_status(const std::string& i
 }
 
 std::vector<PodSandboxStatus> Runtime::list_pod_sandbox() const {
-  std::lock_guard lock(mu_);
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, sb] : sandboxes_) ids.push_back(id);
+  }
   std::vector<PodSandboxStatus> out;
-  for (const auto& [id, sb] : sandboxes_) out.push_back(sandbox_snapshot(*sb));
+  for (const auto& id : ids)
+    if (auto st = pod_sandbox_status(id)) out.push_back(std::move(*st));
   return out;
 }
 
