@@ -9,6 +9,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,6 +71,9 @@ Socket::Socket() {
     error_ = std::string("netlink socket: ") + std::strerror(errno);
     return;
   }
+  // The kernel answers at once; a bound keeps a wedged request from hanging a sandbox's creation.
+  timeval timeout{5, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;
   if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {

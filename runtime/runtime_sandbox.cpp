@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstring>
 #include <thread>
 
@@ -219,6 +220,8 @@ ExecResult Runtime::exec(const std::string& id, const std::vector<std::string>& 
     result.error = "exec into '" + id + "': empty command";
     return result;
   }
+  // Held for the whole command, so the task cannot be removed under it: a stop waits for a preStop hook,
+  // as kubelet's does.
   std::lock_guard op(rec->op_mu);
   auto st = status(id);
   if (!rec->task || !st || st->state != InstanceState::running) {

@@ -45,7 +45,12 @@ bool set_up_in_thread(int slot, std::uint32_t range, PodNetwork& out, std::strin
   out.pod_address = out.host_address + 1;
   bool ok = out.netns_fd >= 0 && pod.ok();
   if (!ok) error = out.netns_fd < 0 ? std::string("open new network namespace: ") + std::strerror(errno) : pod.error();
-  ok = ok && (host.create_veth(out.host_link, "eth0", out.netns_fd) || fail(error, host.error()));
+  // The slot is ours (its file was created exclusively), so a link of its name is a leftover: replace it.
+  auto create = [&] {
+    if (host.create_veth(out.host_link, "eth0", out.netns_fd)) return true;
+    return errno == EEXIST && host.delete_link(out.host_link) && host.create_veth(out.host_link, "eth0", out.netns_fd);
+  };
+  ok = ok && (create() || fail(error, host.error()));
   std::optional<int> host_index, pod_index;
   ok = ok && ((host_index = host.link_index(out.host_link)) || fail(error, host.error()));
   ok = ok && (host.add_ipv4(*host_index, out.host_address, kLinkPrefix) || fail(error, host.error()));

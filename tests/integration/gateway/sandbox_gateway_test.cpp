@@ -132,6 +132,8 @@ class SandboxGateway : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "pods need root (network namespaces, veth)";
+    auto probe = run_command({"unshare", "--net", "true"});
+    if (probe.exit_code != 0) GTEST_SKIP() << "no network namespaces here: " << probe.err;
   }
   // After each test: the gateway is gone, and so is everything its pods made.
   void expect_clean(int gateway_pid, const std::vector<std::vector<std::string>>& seen) {

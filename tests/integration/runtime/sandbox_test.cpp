@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -252,6 +253,23 @@ TEST_F(SandboxTest, RunsAsTheConfiguredUserAndRefusesRootWhenBanned) {
   EXPECT_NE(started.error().find("runAsNonRoot"), std::string::npos) << started.error();
   EXPECT_EQ(rt_->status("u2")->reason,
             "runAsNonRoot is set but the instance would run as root (uid 0): set run-as-user to a non-zero uid");
+}
+
+TEST_F(SandboxTest, ALeftoverLinkWithItsSlotsNameIsReplaced) {
+  int slot = 0;
+  while (path_exists("/run/sluice/sandboxes/" + std::to_string(slot))) ++slot;  // the slot it will get
+  const std::string name = "sluice" + std::to_string(slot);
+  const std::string peer = "sltest" + std::to_string(::getpid() % 100000);
+  ASSERT_EQ(std::system(("ip link add " + name + " type veth peer name " + peer).c_str()), 0);
+  auto pod = run("pod-left");
+  EXPECT_EQ(pod.host_link, name);
+  EXPECT_FALSE(path_exists("/sys/class/net/" + peer));  // the leftover pair went, the pod's link took its name
+  auto ok = rt_->create(in_pod("l1", "pod-left", "exec sleep 30"));
+  ASSERT_TRUE(ok);
+  ASSERT_TRUE(rt_->start("l1"));
+  auto r = rt_->exec("l1", {"/bin/sh", "-c", "cat /proc/net/dev"}, 5s);
+  EXPECT_NE(r.output.find("eth0"), std::string::npos) << r.output;
+  ASSERT_TRUE(rt_->remove_pod_sandbox("pod-left"));
 }
 
 TEST_F(SandboxTest, RuncContainerJoinsThePodNetworkAndExecRunsInside) {
