@@ -21,6 +21,7 @@ namespace sluice::runtime {
 struct SandboxContext {
   std::string id;
   int netns_fd = -1;                                // the pod's network namespace
+  int ipcns_fd = -1;                                // the pod's IPC namespace
   std::filesystem::path cgroup_parent;              // parent of the containers' throttle cgroups
   std::vector<std::filesystem::path> join_files;    // v1 `tasks` files of the pod's other hierarchies
   std::vector<std::pair<std::string, std::string>> container_limits;  // written into each container's cgroup

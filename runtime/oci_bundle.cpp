@@ -66,7 +66,8 @@ std::string oci_config_json(const OciConfig& cfg) {
   auto caps = array(kCapabilities);
   // No rlimits: the instance inherits the runtime's (raising them would fail where sluice's are capped).
   // Without a pod's namespace the instance shares the host's network like a process-handler instance.
-  std::string namespaces = "[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"mount\"}";
+  std::string ipc = cfg.ipcns_path.empty() ? "{\"type\":\"ipc\"}" : "{\"type\":\"ipc\",\"path\":" + str(cfg.ipcns_path) + "}";
+  std::string namespaces = "[{\"type\":\"pid\"}," + ipc + ",{\"type\":\"uts\"},{\"type\":\"mount\"}";
   if (!cfg.netns_path.empty()) namespaces += ",{\"type\":\"network\",\"path\":" + str(cfg.netns_path) + "}";
   namespaces += "]";
   std::string resources;

@@ -26,6 +26,7 @@ struct OciConfig {
   bool dns_files = true;         // bind the host's /etc/resolv.conf and /etc/hosts read-only
   int uid = 0, gid = 0;          // process.user
   std::string netns_path;        // join this network namespace (a pod's); empty: the host's network
+  std::string ipcns_path;        // join this IPC namespace (a pod's); empty: one of its own
   std::optional<std::uint64_t> memory_limit_bytes;  // linux.resources; also caps the /tmp tmpfs
   std::optional<std::uint32_t> cpu_millis;
 };

@@ -164,7 +164,9 @@ std::unique_ptr<Task> OciHandler::start(const StartRequest& req, std::string& er
   cfg.gid = req.spec.run_as_group.value_or(0);
   if (req.sandbox) {
     // runc opens the path itself: our fd, seen through /proc, names the pod's namespace.
-    cfg.netns_path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(req.sandbox->netns_fd);
+    const std::string fds = "/proc/" + std::to_string(::getpid()) + "/fd/";
+    cfg.netns_path = fds + std::to_string(req.sandbox->netns_fd);
+    cfg.ipcns_path = fds + std::to_string(req.sandbox->ipcns_fd);
     cfg.memory_limit_bytes = req.sandbox->limits.memory_bytes;
     cfg.cpu_millis = req.sandbox->limits.cpu_millis;
   }

@@ -35,7 +35,8 @@ struct ExecContext {
   std::filesystem::path working_dir;
   std::filesystem::path cgroup_dir;  // its throttle cgroup, if any
   std::vector<std::filesystem::path> join_files;
-  int netns_fd = -1;                 // a dup, owned here
+  int netns_fd = -1;                 // dups, owned here
+  int ipcns_fd = -1;
   int uid = -1, gid = -1;
 };
 
@@ -47,6 +48,7 @@ class ProcessTask : public Task {
     cleanup();
     ::close(pidfd_);
     if (ctx_.netns_fd >= 0) ::close(ctx_.netns_fd);
+    if (ctx_.ipcns_fd >= 0) ::close(ctx_.ipcns_fd);
   }
 
   ExecResult exec(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override {
@@ -55,6 +57,7 @@ class ProcessTask : public Task {
     sr.env = ctx_.env;
     sr.working_dir = ctx_.working_dir;
     sr.netns_fd = ctx_.netns_fd;
+    sr.ipcns_fd = ctx_.ipcns_fd;
     sr.uid = ctx_.uid;
     sr.gid = ctx_.gid;
     std::vector<int> fds;
@@ -147,7 +150,7 @@ std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string
   }
   SpawnRequest sr{req.spec.command, req.env, req.spec.working_dir, req.stdout_fd, req.stderr_fd,
                   cg ? cg->procs_fd() : -1, -1, req.spec.die_with_starter ? SIGKILL : 0};
-  ExecContext ctx{req.env, req.spec.working_dir, cg ? cg->dir() : std::filesystem::path(), {}, -1, -1, -1};
+  ExecContext ctx{req.env, req.spec.working_dir, cg ? cg->dir() : std::filesystem::path(), {}, -1, -1, -1, -1};
   if (req.spec.run_as_user) {
     sr.uid = *req.spec.run_as_user;
     sr.gid = req.spec.run_as_group.value_or(static_cast<int>(::getegid()));
@@ -157,6 +160,7 @@ std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string
   std::vector<int> join_fds;
   if (req.sandbox) {
     sr.netns_fd = req.sandbox->netns_fd;
+    sr.ipcns_fd = req.sandbox->ipcns_fd;
     for (const auto& f : req.sandbox->join_files) {
       int fd = ::open(f.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0) {
@@ -169,6 +173,7 @@ std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string
     sr.join_procs_fds = join_fds;
     ctx.join_files = req.sandbox->join_files;
     ctx.netns_fd = ::fcntl(req.sandbox->netns_fd, F_DUPFD_CLOEXEC, 0);
+    ctx.ipcns_fd = ::fcntl(req.sandbox->ipcns_fd, F_DUPFD_CLOEXEC, 0);
   }
   ctx.uid = sr.uid;
   ctx.gid = sr.gid;
@@ -181,6 +186,7 @@ std::unique_ptr<Task> ProcessHandler::start(const StartRequest& req, std::string
   if (spawned.pid < 0) {
     error = spawned.error;
     if (ctx.netns_fd >= 0) ::close(ctx.netns_fd);
+    if (ctx.ipcns_fd >= 0) ::close(ctx.ipcns_fd);
     return nullptr;  // cg's destructor removes the cgroup
   }
   return std::make_unique<ProcessTask>(spawned, std::move(cg), throttle_.kind, std::move(ctx));

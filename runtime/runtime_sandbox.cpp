@@ -121,8 +121,13 @@ Outcome Runtime::run_pod_sandbox(const PodSandboxConfig& config, const std::stri
   if (!create_pod_network(sb->lease->slot(), range, sb->net, error)) return fail(error);
   struct stat ns {};
   if (::fstat(sb->net.netns_fd, &ns) == 0) sb->netns_inode = ns.st_ino;
-  sb->context = SandboxContext{config.id,           sb->net.netns_fd,          sb->cgroup->container_parent(),
-                               sb->cgroup->join_files(), sb->cgroup->container_limits(), config.limits};
+  sb->context = SandboxContext{config.id,
+                               sb->net.netns_fd,
+                               sb->net.ipcns_fd,
+                               sb->cgroup->container_parent(),
+                               sb->cgroup->join_files(),
+                               sb->cgroup->container_limits(),
+                               config.limits};
   std::lock_guard lock(mu_);
   sb->state = SandboxState::ready;
   return {};
@@ -149,6 +154,7 @@ Outcome Runtime::stop_pod_sandbox(const std::string& id) {
     // longer start (the sandbox is not ready), so the namespace may go.
     destroy_pod_network(sb->net);
     sb->context.netns_fd = -1;
+    sb->context.ipcns_fd = -1;
   }
   return {};
 }

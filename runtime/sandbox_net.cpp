@@ -34,17 +34,18 @@ bool set_up_in_thread(int slot, std::uint32_t range, PodNetwork& out, std::strin
     ::close(host_ns);
     return fail(error, host.error());
   }
-  if (::unshare(CLONE_NEWNET) != 0) {
+  if (::unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0) {
     ::close(host_ns);
-    return fail(error, std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno));
+    return fail(error, std::string("unshare(CLONE_NEWNET | CLONE_NEWIPC): ") + std::strerror(errno));
   }
   out.netns_fd = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  out.ipcns_fd = ::open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC);
   netlink::Socket pod;  // bound to the new namespace: created after unshare
   out.host_link = host_link_name(slot);
   out.host_address = range + 2U * static_cast<std::uint32_t>(slot);
   out.pod_address = out.host_address + 1;
-  bool ok = out.netns_fd >= 0 && pod.ok();
-  if (!ok) error = out.netns_fd < 0 ? std::string("open new network namespace: ") + std::strerror(errno) : pod.error();
+  bool ok = out.netns_fd >= 0 && out.ipcns_fd >= 0 && pod.ok();
+  if (!ok) error = pod.ok() ? std::string("open the new namespaces: ") + std::strerror(errno) : pod.error();
   // The slot is ours (its file was created exclusively), so a link of its name is a leftover: replace it.
   auto create = [&] {
     if (host.create_veth(out.host_link, "eth0", out.netns_fd)) return true;
@@ -67,6 +68,7 @@ bool set_up_in_thread(int slot, std::uint32_t range, PodNetwork& out, std::strin
   if (!ok) {
     if (!out.host_link.empty()) host.delete_link(out.host_link);
     if (out.netns_fd >= 0) ::close(out.netns_fd);
+    if (out.ipcns_fd >= 0) ::close(out.ipcns_fd);
     out = PodNetwork{};
   }
   return ok;
@@ -120,6 +122,7 @@ void destroy_pod_network(PodNetwork& net) {
   std::string ignored;
   if (!net.host_link.empty()) delete_host_link(net.host_link, ignored);
   if (net.netns_fd >= 0) ::close(net.netns_fd);
+  if (net.ipcns_fd >= 0) ::close(net.ipcns_fd);
   net = PodNetwork{};
 }
 

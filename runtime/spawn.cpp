@@ -50,6 +50,7 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   for (int fd : req.join_procs_fds)
     if (::write(fd, "0", 1) != 1) child_fail(err_fd, errno);
   if (req.netns_fd >= 0 && ::syscall(SYS_setns, req.netns_fd, CLONE_NEWNET) != 0) child_fail(err_fd, errno);
+  if (req.ipcns_fd >= 0 && ::syscall(SYS_setns, req.ipcns_fd, CLONE_NEWIPC) != 0) child_fail(err_fd, errno);
   // Raw system calls: glibc's setuid would try to signal threads that exist only in the parent.
   if (req.gid >= 0) {
     if (::syscall(SYS_setgroups, 0, nullptr) != 0) child_fail(err_fd, errno);

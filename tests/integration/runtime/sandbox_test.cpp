@@ -165,6 +165,12 @@ TEST_F(SandboxTest, ExecReturnsOutputAndStatus) {
   auto slow = rt_->exec("ex1", {"/bin/sleep", "10"}, 200ms);
   EXPECT_TRUE(slow.timed_out);
   EXPECT_EQ(slow.signal, SIGKILL);
+  // Exec joins the container's namespaces: the pod's IPC namespace, not the host's.
+  auto ns = rt_->exec("ex1", {"/bin/sh", "-c", "readlink /proc/self/ns/ipc"}, 5s);
+  auto own = fs::read_symlink("/proc/self/ns/ipc").string();
+  auto app = fs::read_symlink("/proc/" + std::to_string(rt_->status("ex1")->pid) + "/ns/ipc").string();
+  EXPECT_EQ(ns.output, app + "\n");
+  EXPECT_NE(app, own);
   auto none = rt_->exec("nope", {"/bin/true"}, 1s);
   EXPECT_EQ(none.error, "no instance 'nope'");
   // A frozen container is thawed for the command (it could never run otherwise).
