@@ -283,5 +283,34 @@ TEST_F(SandboxGateway, AfterKill9ARestartedGatewayRemovesWhatTheKilledOneLeft) {
   expect_clean(restarted_pid, seen2);
 }
 
+// Not root (the gateway run as nobody): `auto` falls back to host-network instances and says so once;
+// `on` refuses to start, with the reason.
+TEST(SandboxGatewayFallback, WithoutPodsAutoRunsOnTheHostNetworkAndOnRefuses) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to drop to nobody";
+  const std::vector<std::string> nobody = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  auto argv = nobody;
+  for (const char* a : {SLUICE_BIN, "gateway", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--status",
+                        "none", "--sandbox", "auto", "--no-throttle", "--", DEMO_APP_BIN})
+    argv.emplace_back(a);
+  {
+    Process gw(ProcessOptions{.argv = argv, .merge_stderr = true});
+    auto line = gw.wait_for_line("\"listener\":\"gateway\"");
+    ASSERT_TRUE(line) << gw.stdout_text();
+    auto port = json_int_field(*line, "port");
+    EXPECT_EQ(curl({"http://127.0.0.1:" + std::to_string(port) + "/"}).out, "Hello from sluice-demo-app\n");
+    std::size_t warnings = 0;
+    for (const auto& l : gw.lines()) warnings += l.find("\"event\":\"sandbox.fallback\"") != std::string::npos;
+    EXPECT_EQ(warnings, 1U) << gw.stdout_text();
+    EXPECT_NE(gw.stdout_text().find("\"sandbox\":\"host-network\""), std::string::npos);
+    gw.signal(SIGTERM);
+    EXPECT_TRUE(gw.wait_exit(20s));
+  }
+  argv[argv.size() - 4] = "on";  // --sandbox on
+  auto r = run_command(argv);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("sandbox: on, but pods cannot be made here: cannot create a network namespace"), std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace sluice::test
