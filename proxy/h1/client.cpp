@@ -11,6 +11,8 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "proxy/h1/strict.h"
+
 namespace sluice::proxy::h1 {
 namespace {
 
@@ -87,9 +89,9 @@ asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientCo
   p.header_limit(static_cast<std::uint32_t>(pool_.max_response_header_bytes()));
   p.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (head_request_) p.skip(true);
-  auto [ec, n] = co_await http::async_read_header(socket_, buffer_, p, use_nothrow);
-  (void)n;
-  got_response_bytes_ = got_response_bytes_ || p.got_some();
+  const HeadRules rules{.request = false, .max_head_bytes = pool_.max_response_header_bytes()};
+  auto ec = co_await read_strict_head(socket_, buffer_, p, rules);
+  got_response_bytes_ = got_response_bytes_ || p.got_some() || buffer_.size() > 0;
   if (ec) {
     failure_ = ec;
     co_return std::tuple{ec, nullptr};
@@ -138,8 +140,7 @@ asio::awaitable<BodyRead> ClientConnection::read_body() {
   while (!p.is_done()) {
     p.get().body().data = scratch_.get();
     p.get().body().size = size;
-    auto [ec, n] = co_await http::async_read_some(socket_, buffer_, p, use_nothrow);
-    (void)n;
+    auto ec = co_await read_body_some(socket_, buffer_, p, pool_.max_response_header_bytes());
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
       failure_ = ec;
