@@ -38,7 +38,7 @@ ClientConnection::ClientConnection(const asio::any_io_executor& ex, ClientPool& 
 asio::awaitable<error_code> ClientConnection::send_head(const UpstreamRequest& request,
                                                         std::optional<asio::const_buffer> body) {
   head_.clear();
-  format_upstream_request(head_, request);
+  format_upstream_request(head_, request, pool_.host());
   head_request_ = request.method == "HEAD";
   chunked_request_ = request.body.kind == BodyKind::unknown;
   request_done_ = request.body.kind == BodyKind::none || body.has_value();
@@ -206,7 +206,9 @@ ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, 
       max_idle_(max_idle),
       connect_timeout_(connect_timeout),
       max_response_header_bytes_(max_response_header_bytes),
-      io_buffer_bytes_(io_buffer_bytes) {
+      io_buffer_bytes_(io_buffer_bytes),
+      host_(endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]:" + std::to_string(endpoint.port())
+                                       : endpoint.address().to_string() + ":" + std::to_string(endpoint.port())) {
   idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
 }
 

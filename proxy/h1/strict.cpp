@@ -140,6 +140,11 @@ error_code check_framing(const http::fields& f, unsigned version) {
 
 }  // namespace
 
+std::optional<std::string_view> absolute_form_authority(std::string_view target) {
+  if (!is_absolute_form(target)) return std::nullopt;
+  return authority_of(target);
+}
+
 const boost::system::error_category& violation_category() {
   static const ViolationCategory category;
   return category;
@@ -226,7 +231,8 @@ error_code check_request_line(std::string_view line, const HeadRules& rules) {
   const bool connect = method == "CONNECT";
   if (target == "*") return method == "OPTIONS" ? error_code{} : error_code(Violation::bad_target);
   if (target[0] == '/') return connect ? error_code(Violation::bad_target) : error_code{};
-  if (is_absolute_form(target)) return connect ? error_code(Violation::bad_target) : error_code{};
+  if (is_absolute_form(target))
+    return connect || !valid_host(authority_of(target)) ? error_code(Violation::bad_target) : error_code{};
   // authority-form
   return connect && valid_host(target) ? error_code{} : error_code(Violation::bad_target);
 }
@@ -242,6 +248,8 @@ error_code check_request_fields(const http::request_header<>& req) {
   if (hosts > 1) return Violation::several_hosts;
   if (hosts == 0 && version >= 11) return Violation::missing_host;
   if (hosts == 1 && !valid_host(host)) return Violation::bad_host;
+  // The activator's K-Original-Host becomes the app's Host (proxy/request_fields.cpp): the same syntax holds.
+  if (auto it = req.find("K-Original-Host"); it != req.end() && !valid_host(it->value())) return Violation::bad_host;
   auto target = req.target();
   if (hosts == 1 && is_absolute_form(target) && !iequals(authority_of(target), host)) return Violation::host_mismatch;
   return check_framing(req, version);

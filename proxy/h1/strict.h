@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string_view>
 
 #include "proxy/asio.h"
@@ -56,6 +57,9 @@ struct HeadScan {
   bool start_line_done = false;
 };
 std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& rules, error_code& ec);
+
+// The authority of an absolute-form target ("http://host:port/path" → "host:port"), or nullopt.
+std::optional<std::string_view> absolute_form_authority(std::string_view target);
 
 // The request-line rules alone (`line` without its CRLF).
 error_code check_request_line(std::string_view line, const HeadRules& rules);

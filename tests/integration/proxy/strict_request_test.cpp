@@ -142,6 +142,8 @@ TEST_F(StrictRequests, OneValidHostIsRequiredPerRfc9112Section3_2) {
       {"port not a number", request("GET / HTTP/1.1", "Host: a:80x\r\n"), 400},
       {"slash in Host", request("GET / HTTP/1.1", "Host: a/b\r\n"), 400},
       {"unclosed IPv6 literal", request("GET / HTTP/1.1", "Host: [::1\r\n"), 400},
+      {"invalid K-Original-Host (it becomes the app's Host)", request("GET / HTTP/1.1", "Host: a\r\nK-Original-Host: a b\r\n"),
+       400},
       {"absolute-form target for another host", request("GET http://b.example/ HTTP/1.1", "Host: a.example\r\n"), 400},
   };
   for (const auto& c : cases) expect_rejected(c);
@@ -182,6 +184,7 @@ TEST_F(StrictRequests, MalformedRequestLinesAreRejectedWithTheStatusTheRfcNames)
       {"angle bracket in the target", request("GET /<script> HTTP/1.1", host), 400},
       {"8-bit byte in the target", request("GET /caf\xc3\xa9 HTTP/1.1", host), 400},
       {"fragment in the target", request("GET /a#b HTTP/1.1", host), 400},
+      {"absolute-form with an invalid authority", request("GET http://a::1/ HTTP/1.1", host), 400},
       {"asterisk for GET", request("GET * HTTP/1.1", host), 400},
       {"authority-form for GET", request("GET a.example:80 HTTP/1.1", host), 400},
       {"origin-form for CONNECT", request("CONNECT /a HTTP/1.1", host), 400},
