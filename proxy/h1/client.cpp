@@ -12,6 +12,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "proxy/h1/strict.h"
+#include "proxy/listen.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -207,8 +208,7 @@ ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, 
       connect_timeout_(connect_timeout),
       max_response_header_bytes_(max_response_header_bytes),
       io_buffer_bytes_(io_buffer_bytes),
-      host_(endpoint.address().is_v6() ? "[" + endpoint.address().to_string() + "]:" + std::to_string(endpoint.port())
-                                       : endpoint.address().to_string() + ":" + std::to_string(endpoint.port())) {
+      host_(endpoint_text(endpoint)) {
   idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
 }
 

@@ -55,9 +55,11 @@ bool is_tchar(char c) { return is_alpha(c) || is_digit(c) || in("!#$%&'*+-.^_`|~
 // RFC 3986 unreserved / sub-delims / pct-encoded's '%'.
 bool is_reg_name_char(char c) { return is_alpha(c) || is_digit(c) || in("-._~!$&'()*+,;=%", c); }
 
-// The characters a request target may hold (RFC 3986's unreserved, reserved and '%'), '#' excepted: a
-// fragment is never sent (RFC 9112 §3.2).
-bool is_target_char(char c) { return is_reg_name_char(c) || in(":/?@[]", c); }
+// The characters a request target may hold: RFC 3986's unreserved, reserved and '%', '#' excepted (a
+// fragment is never sent, RFC 9112 §3.2), plus the printable ASCII that RFC 3986 calls unsafe but nginx
+// and Go's net/http (queue-proxy) accept, so clients that send `{a|b}` unencoded keep working. Rejecting
+// an invalid target is a SHOULD (RFC 9112 §3); 8-bit bytes, controls and spaces are refused.
+bool is_target_char(char c) { return is_reg_name_char(c) || in(":/?@[]\"<>\\^`{|}", c); }
 
 // uri-host [":" port] (RFC 9112 §3.2, RFC 3986 §3.2.2); empty is allowed (a target without authority).
 bool valid_host(std::string_view h) {
