@@ -7,6 +7,7 @@
 
 #include "app/modes.h"
 #include "common/config_error.h"
+#include "proxy/listen.h"
 
 namespace {
 
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
   } catch (const sluice::ConfigError& e) {
     std::fprintf(stderr, "sluice: configuration error: %s\n", e.what());
     return 2;
+  } catch (const sluice::proxy::AddressInUse& e) {
+    std::fprintf(stderr, "sluice: %s\n", e.what());  // as nginx words it; exit 1 like any start-up failure
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice: fatal: %s\n", e.what());
     return 1;

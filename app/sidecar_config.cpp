@@ -50,6 +50,7 @@ std::vector<OptionSpec> sidecar_options() {
        "ENABLE_HTTP2_AUTO_DETECTION=true, h2c when QUEUE_SERVING_PORT is 8013 (Knative's h2c revisions), else http1)"},
       {"SLUICE_MAX_HEADER_BYTES", "max-header-bytes", false, "request line + headers (default 65536; 431 beyond)"},
       {"SLUICE_MAX_HEADER_COUNT", "max-header-count", false, "header fields per request (default 100; 431 beyond)"},
+      {"SLUICE_MAX_TARGET_BYTES", "max-target-bytes", false, "request target (URI) length (default 8192; 414 beyond)"},
       {"SLUICE_MAX_BODY_BYTES", "max-body-bytes", false, "request body, 0 = unlimited (default 0; 413 beyond)"},
       {"SLUICE_MAX_CONNECTIONS", "max-connections", false, "open client connections (default 10000)"},
       {"SLUICE_H2_MAX_CONCURRENT_STREAMS", "h2-max-concurrent-streams", false,
@@ -326,6 +327,7 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   auto& l = c.proxy.limits;
   l.max_header_bytes = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_BYTES", 65536, 1024, 16 << 20));
   l.max_header_count = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_COUNT", 100, 1, 100000));
+  l.max_target_bytes = static_cast<std::size_t>(o.get_int("SLUICE_MAX_TARGET_BYTES", 8192, 16, 16 << 20));
   l.max_body_bytes = static_cast<std::uint64_t>(o.get_int("SLUICE_MAX_BODY_BYTES", 0, 0, INT64_MAX));
   l.max_connections = static_cast<std::size_t>(o.get_int("SLUICE_MAX_CONNECTIONS", 10000, 1, 10'000'000));
   auto& h2 = l.h2;

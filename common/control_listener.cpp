@@ -1,9 +1,8 @@
 // Control listeners; see control_listener.h.
 #include "common/control_listener.h"
 
-#include <system_error>
-
 #include "common/log.h"
+#include "proxy/listen.h"
 
 namespace sluice::net {
 namespace {
@@ -18,17 +17,7 @@ ControlListener::ControlListener(asio::io_context& io, const std::string& name,
                                  const std::string& address, std::uint16_t port,
                                  ControlHandler handler)
     : name_(name), acceptor_(io), handler_(std::move(handler)) {
-  try {
-    tcp::endpoint ep(asio::ip::make_address(address), port);
-    acceptor_.open(ep.protocol());
-    acceptor_.set_option(tcp::acceptor::reuse_address(true));
-    if (ep.address().is_v6()) acceptor_.set_option(asio::ip::v6_only(false));
-    acceptor_.bind(ep);
-    acceptor_.listen();
-    port_ = acceptor_.local_endpoint().port();
-  } catch (const boost::system::system_error& e) {
-    throw std::system_error(e.code(), name + " listener on " + address + ":" + std::to_string(port));
-  }
+  port_ = open_listener(acceptor_, tcp::endpoint(asio::ip::make_address(address), port), name, false);
 }
 
 void ControlListener::start() { asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached); }

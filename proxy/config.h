@@ -19,6 +19,7 @@ using Millis = std::chrono::milliseconds;
 struct Limits {
   std::size_t max_header_bytes = 64 * 1024;  // request line + headers (431 beyond)
   std::size_t max_header_count = 100;        // fields per request (431 beyond)
+  std::size_t max_target_bytes = 8192;       // request target (414 beyond)
   std::uint64_t max_body_bytes = 0;          // 0 = unlimited (413 beyond)
   std::size_t max_connections = 10000;       // per process; further accepts are closed at once
   std::size_t max_response_header_bytes = 64 * 1024;  // from the app (502 beyond)

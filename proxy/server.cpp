@@ -1,13 +1,11 @@
 // Workers and acceptors; see server.h.
 #include "proxy/server.h"
 
-#include <sys/socket.h>
-
-#include <system_error>
 #include <thread>
 
 #include "common/log.h"
 #include "proxy/asio.h"
+#include "proxy/listen.h"
 #include "proxy/sniff.h"
 #include "proxy/tls.h"
 #include "proxy/worker_context.h"
@@ -26,19 +24,10 @@ class Worker {
         context_(config, shared, index, io_.get_executor(), upstream),
         open_(open) {}
 
-  std::uint16_t bind(const tcp::endpoint& ep) { return bind(acceptor_, ep); }
-  std::uint16_t bind_tls(const tcp::endpoint& ep) { return bind(tls_acceptor_, ep); }
-
-  static std::uint16_t bind(tcp::acceptor& acceptor, const tcp::endpoint& ep) {
-    acceptor.open(ep.protocol());
-    acceptor.set_option(tcp::acceptor::reuse_address(true));
-    using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
-    acceptor.set_option(reuse_port(true));
-    if (ep.address().is_v6()) acceptor.set_option(asio::ip::v6_only(false));
-    acceptor.bind(ep);
-    acceptor.listen(asio::socket_base::max_listen_connections);
-    return acceptor.local_endpoint().port();
+  std::uint16_t bind(const tcp::endpoint& ep, const std::string& name) {
+    return open_listener(acceptor_, ep, name, true);
   }
+  std::uint16_t bind_tls(const tcp::endpoint& ep) { return open_listener(tls_acceptor_, ep, "tls", true); }
 
   void start() {
     asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
@@ -156,25 +145,17 @@ Server::~Server() {
 
 void Server::start() {
   auto address = asio::ip::make_address(config_.listen_address);
+  // The workers share each port through SO_REUSEPORT, which would also let another sluice of the same
+  // user in: make sure nobody listens there first. Port 0: the first bind picks, the rest share it.
+  const std::string name = shared_.backends ? "gateway" : "proxy";
+  claim_port(tcp::endpoint(address, config_.port), name);
+  if (shared_.tls) claim_port(tcp::endpoint(address, config_.tls_port), "tls");
   std::uint16_t port = config_.port;
-  for (auto& w : workers_) {
-    try {
-      port = w->bind(tcp::endpoint(address, port));  // port 0: the first bind picks, the rest share it
-    } catch (const boost::system::system_error& e) {
-      throw std::system_error(e.code(), "listen on " + config_.listen_address + ":" +
-                                            std::to_string(port));
-    }
-  }
+  for (auto& w : workers_) port = w->bind(tcp::endpoint(address, port), name);
   port_ = port;
   if (shared_.tls) {
     std::uint16_t tls_port = config_.tls_port;
-    for (auto& w : workers_) {
-      try {
-        tls_port = w->bind_tls(tcp::endpoint(address, tls_port));
-      } catch (const boost::system::system_error& e) {
-        throw std::system_error(e.code(), "listen on " + config_.listen_address + ":" + std::to_string(tls_port));
-      }
-    }
+    for (auto& w : workers_) tls_port = w->bind_tls(tcp::endpoint(address, tls_port));
     tls_port_ = tls_port;
   }
   for (auto& w : workers_) w->start();

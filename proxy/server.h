@@ -23,8 +23,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds every worker's acceptor (throws std::system_error naming the address on failure) and starts
-  // the worker threads.
+  // Binds every worker's acceptor and starts the worker threads. A port something already listens on
+  // throws AddressInUse (proxy/listen.h); other failures std::system_error naming the address.
   void start();
   std::uint16_t port() const { return port_; }
   std::uint16_t tls_port() const { return tls_port_; }  // 0 without TLS

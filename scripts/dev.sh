@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sluice's two entry points on a Debian 12 machine:
 #   scripts/dev.sh run    install what is missing, build, run `sluice gateway -- <demo app>` (cold, then warm requests)
-#   scripts/dev.sh test   install what is missing, build, run the whole suite (release, then ASan+UBSan)
+#   scripts/dev.sh test   install what is missing, build, run the whole suite (release, ASan+UBSan, TSan),
+#                         then the fuzz targets
 # Other commands: build [preset], bench (see bench/README.md), deps [build|scaler|image] (`build`: only
 # what compiling the sluice binary needs; `scaler`: that plus gRPC, for sluice-autoscaler; `image`: what
 # building and testing the container image needs),
@@ -23,6 +24,8 @@ SCALER_BUILD_PACKAGES=("${BUILD_PACKAGES[@]}" libgrpc++-dev protobuf-compiler-gr
 PACKAGES=(
   "${SCALER_BUILD_PACKAGES[@]}" git ca-certificates
   libgtest-dev libgmock-dev
+  # The fuzz preset: Debian's clang 14 and its libFuzzer/sanitizer runtimes (a Recommends, so named here).
+  clang libclang-rt-14-dev
   curl openssl procps iproute2 coreutils
   nginx-light wrk nghttp2-client
   runc busybox-static
@@ -118,6 +121,11 @@ run_tests() {
   ctest --preset release
   build asan
   ctest --preset asan
+  build tsan
+  ctest --preset tsan
+  # libFuzzer targets: each replays its corpus, then fuzzes for SLUICE_FUZZ_SECONDS (30 s; see README).
+  build fuzz
+  ctest --preset fuzz
   # Last, as it is the slowest: build the container image and run it (SLUICE_IMAGE_TEST=0 leaves it out).
   if [ "${SLUICE_IMAGE_TEST:-1}" != 0 ]; then
     deps image

@@ -11,6 +11,9 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "proxy/h1/strict.h"
+#include "proxy/listen.h"
+
 namespace sluice::proxy::h1 {
 namespace {
 
@@ -36,7 +39,7 @@ ClientConnection::ClientConnection(const asio::any_io_executor& ex, ClientPool& 
 asio::awaitable<error_code> ClientConnection::send_head(const UpstreamRequest& request,
                                                         std::optional<asio::const_buffer> body) {
   head_.clear();
-  format_upstream_request(head_, request);
+  format_upstream_request(head_, request, pool_.host());
   head_request_ = request.method == "HEAD";
   chunked_request_ = request.body.kind == BodyKind::unknown;
   request_done_ = request.body.kind == BodyKind::none || body.has_value();
@@ -87,9 +90,9 @@ asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientCo
   p.header_limit(static_cast<std::uint32_t>(pool_.max_response_header_bytes()));
   p.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (head_request_) p.skip(true);
-  auto [ec, n] = co_await http::async_read_header(socket_, buffer_, p, use_nothrow);
-  (void)n;
-  got_response_bytes_ = got_response_bytes_ || p.got_some();
+  const HeadRules rules{.request = false, .max_head_bytes = pool_.max_response_header_bytes()};
+  auto ec = co_await read_strict_head(socket_, buffer_, p, rules);
+  got_response_bytes_ = got_response_bytes_ || p.got_some() || buffer_.size() > 0;
   if (ec) {
     failure_ = ec;
     co_return std::tuple{ec, nullptr};
@@ -138,8 +141,7 @@ asio::awaitable<BodyRead> ClientConnection::read_body() {
   while (!p.is_done()) {
     p.get().body().data = scratch_.get();
     p.get().body().size = size;
-    auto [ec, n] = co_await http::async_read_some(socket_, buffer_, p, use_nothrow);
-    (void)n;
+    auto ec = co_await read_body_some(socket_, buffer_, p, pool_.max_response_header_bytes());
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
       failure_ = ec;
@@ -205,7 +207,8 @@ ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, 
       max_idle_(max_idle),
       connect_timeout_(connect_timeout),
       max_response_header_bytes_(max_response_header_bytes),
-      io_buffer_bytes_(io_buffer_bytes) {
+      io_buffer_bytes_(io_buffer_bytes),
+      host_(endpoint_text(endpoint)) {
   idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
 }
 

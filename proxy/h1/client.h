@@ -77,6 +77,7 @@ class ClientPool {
   const tcp::endpoint& endpoint() const { return endpoint_; }
   std::size_t max_response_header_bytes() const { return max_response_header_bytes_; }
   std::size_t io_buffer_bytes() const { return io_buffer_bytes_; }
+  const std::string& host() const { return host_; }  // the app's address, for requests without a Host
 
  private:
   asio::any_io_executor ex_;
@@ -85,6 +86,7 @@ class ClientPool {
   Clock::duration connect_timeout_;
   std::size_t max_response_header_bytes_;
   std::size_t io_buffer_bytes_;
+  std::string host_;
   std::vector<std::unique_ptr<ClientConnection>> idle_;  // LIFO: the warmest connection first
 };
 

@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "proxy/h1/strict.h"
 #include "proxy/headers.h"
 #include "proxy/request_fields.h"
 
@@ -50,17 +51,22 @@ Framing downstream_framing(Framing upstream, unsigned client_version) {
   return upstream;
 }
 
-void format_upstream_request(std::string& out, const UpstreamRequest& req) {
+void format_upstream_request(std::string& out, const UpstreamRequest& req, std::string_view host_if_missing) {
   out += req.method;
   out += ' ';
   out += req.target;
   out += " HTTP/1.1\r\n";
   struct Text final : FieldSink {
     std::string& out;
+    bool host = false;
     explicit Text(std::string& o) : out(o) {}
-    void field(std::string_view name, std::string_view value) override { append_field(out, name, value); }
+    void field(std::string_view name, std::string_view value) override {
+      host = host || (name.size() == 4 && iequals(name, "host"));
+      append_field(out, name, value);
+    }
   } text(out);
   req.fields(text);
+  if (!text.host) append_field(out, "Host", absolute_form_authority(req.target).value_or(host_if_missing));
   append_framing(out, req.body);
   if (!req.upgrade.empty()) {
     out += "Connection: Upgrade\r\n";

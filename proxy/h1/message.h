@@ -19,8 +19,10 @@ using RequestParser = http::request_parser<http::buffer_body>;
 using ResponseParser = http::response_parser<http::buffer_body>;
 
 // The request head for the app: request line, the forwarder's fields, framing for `req.body`, and
-// `Connection: Upgrade` with the Upgrade field when passing an upgrade on.
-void format_upstream_request(std::string& out, const UpstreamRequest& req);
+// `Connection: Upgrade` with the Upgrade field when passing an upgrade on. HTTP/1.1 needs a Host: when
+// the client sent none (HTTP/1.0), an absolute-form target's authority is sent, else `host_if_missing`
+// (as queue-proxy sends the app's address).
+void format_upstream_request(std::string& out, const UpstreamRequest& req, std::string_view host_if_missing = {});
 
 // The response head to send downstream. `content_length` is written for Framing::length and kept as
 // the app sent it for bodiless responses to HEAD (it describes the entity, not this message).

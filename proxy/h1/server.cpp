@@ -7,7 +7,9 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "common/log.h"
 #include "proxy/forwarder.h"
+#include "proxy/h1/strict.h"
 #include "proxy/h1/tunnel.h"
 #include "proxy/h2/server.h"
 #include "proxy/headers.h"
@@ -35,7 +37,14 @@ bool client_went_away(error_code ec) {
 unsigned status_for_parse_error(error_code ec) {
   if (ec == http::error::header_limit) return 431;
   if (ec == http::error::body_limit) return 413;
-  return 400;
+  return violation_status(ec);
+}
+
+// A head that was malformed (answered), as opposed to a connection that ended or failed (not answered).
+bool is_parse_error(error_code ec) {
+  static const auto& beast_http = error_code(http::error::bad_method).category();
+  return is_violation(ec) ||
+         (ec.category() == beast_http && ec != http::error::partial_message && ec != http::error::end_of_stream);
 }
 
 }  // namespace
@@ -123,14 +132,15 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
     auto& parser = parser_.emplace();
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes ? limits.max_body_bytes : kUnlimited);
-    auto [ec, n] = co_await http::async_read_header(down_, down_buffer_, parser, use_nothrow);
-    (void)n;
+    const HeadRules rules{.request = true, .max_head_bytes = limits.max_header_bytes,
+                          .max_target_bytes = limits.max_target_bytes};
+    auto ec = co_await read_strict_head(down_, down_buffer_, parser, rules);
     awaiting_request_ = false;
     record.start = Clock::now();
     if (ec) {
       // A client that leaves (or idles out) between requests gets no answer; a malformed or
       // oversized head gets one, then the connection closes since its framing cannot be trusted.
-      if (client_went_away(ec) || is_timeout_like(ec) || !parser.got_some()) break;
+      if (client_went_away(ec) || is_timeout_like(ec) || !is_parse_error(ec)) break;
       record.status = 0;
       record.request_bytes = record.response_bytes = 0;
       record.method.clear();
@@ -139,7 +149,9 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
       unsigned status = status_for_parse_error(ec);
       std::string reason = status == 431   ? "request header fields too large"
                            : status == 413 ? "request body too large"
-                                           : "bad request: " + ec.message();
+                           : status == 400 ? "bad request: " + ec.message()
+                                           : ec.message();
+      log::info("request rejected").kv("peer", peer_).kv("status", static_cast<std::int64_t>(status)).kv("reason", reason);
       co_await respond_locally(status, reason);
       break;
     }
@@ -184,10 +196,6 @@ asio::awaitable<bool> Connection::exchange() {
   if (header_fields_ > worker_.config.limits.max_header_count) {
     record.status = 0;
     co_await respond_locally(431, "too many header fields");
-    co_return false;
-  }
-  if (req.version() >= 11 && req.find(http::field::host) == req.end()) {
-    co_await respond_locally(400, "bad request: missing Host header");
     co_return false;
   }
   if (!req[http::field::upgrade].empty() && !down_.is_tls()) {  // h2c is for cleartext only (RFC 9113 §3.1)
@@ -325,8 +333,7 @@ asio::awaitable<BodyRead> Connection::read_body() {
   while (!parser.is_done()) {
     parser.get().body().data = scratch.data();
     parser.get().body().size = scratch.size();
-    auto [ec, n] = co_await http::async_read_some(down_, down_buffer_, parser, use_nothrow);
-    (void)n;
+    auto ec = co_await read_body_some(down_, down_buffer_, parser, worker_.config.limits.max_header_bytes);
     if (ec == http::error::need_buffer) ec = {};
     if (ec) co_return BodyRead{ec, {}};
     std::size_t got = scratch.size() - parser.get().body().size;

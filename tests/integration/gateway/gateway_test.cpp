@@ -376,5 +376,25 @@ TEST(Gateway, CheckValidatesAConfigAndNamesTheFileLineAndKey) {
   EXPECT_NE(r.err.find(typo.path() + ":4: services.web.buffer-size"), std::string::npos) << r.err;
 }
 
+// As nginx: a port another process listens on is a start-up error, not a port shared through SO_REUSEPORT
+// (which would split the first gateway's connections with the second).
+TEST(Gateway, ASecondGatewayOnABusyPortExits1NamingTheAddressAndTheFirstServesEveryRequest) {
+  Gateway first({"--", DEMO_APP_BIN});
+  ASSERT_TRUE(first.validated());
+  for (const auto& [flag, port] : {std::pair{"--listen", first.port}, std::pair{"--admin", first.admin_port}}) {
+    SCOPED_TRACE(flag);
+    std::string listen = flag == std::string("--listen") ? "127.0.0.1:" + std::to_string(port) : "127.0.0.1:0";
+    std::string admin = flag == std::string("--admin") ? "127.0.0.1:" + std::to_string(port) : "127.0.0.1:0";
+    auto r = run_command({SLUICE_BIN, "gateway", "--listen", listen, "--admin", admin, "--status", "none",
+                          "--workers", "2", "--", DEMO_APP_BIN},
+                         30s);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("address already in use: 127.0.0.1:" + std::to_string(port)), std::string::npos) << r.err;
+  }
+  int ok = 0;
+  for (int i = 0; i < 40; ++i) ok += curl({first.url("/")}).out == "Hello from sluice-demo-app\n";
+  EXPECT_EQ(ok, 40);
+}
+
 }  // namespace
 }  // namespace sluice::test

@@ -170,22 +170,5 @@ TEST(SidecarStartup, MissingVariableExitsTwoNamingIt) {
   EXPECT_NE(p.stderr_text().find("SERVING_REVISION"), std::string::npos) << p.stderr_text();
 }
 
-TEST(SidecarStartup, PortInUseIsAClearError) {
-  Backend backend;
-  Sidecar first(SidecarOptions{.user_port = backend.port});
-  auto env = knative_env(backend.port);
-  env["QUEUE_SERVING_PORT"] = std::to_string(backend.port);  // taken by the app, without SO_REUSEPORT
-  env["SLUICE_LISTEN_ADDRESS"] = "127.0.0.1";
-  // Only the proxy port may clash: the others are free ones (tests, and other sidecars, run in parallel).
-  env["SLUICE_ADMIN_PORT"] = env["SLUICE_METRICS_PORT"] = env["SLUICE_USER_METRICS_PORT"] = "0";
-  Process p(ProcessOptions{.argv = {SLUICE_BIN, "sidecar"}, .env = env});
-  auto st = p.wait_exit();
-  ASSERT_TRUE(st);
-  EXPECT_NE(WEXITSTATUS(*st), 0);
-  p.join_output();
-  EXPECT_NE(p.stderr_text().find("listen on 127.0.0.1:" + std::to_string(backend.port)), std::string::npos)
-      << p.stderr_text();
-}
-
 }  // namespace
 }  // namespace sluice::test

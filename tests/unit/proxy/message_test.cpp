@@ -51,6 +51,21 @@ TEST(UpstreamRequest, KeepsHostAndTheRequestLine) {
   EXPECT_EQ(h.substr(h.size() - 4), "\r\n\r\n");
 }
 
+// HTTP/1.1 requires Host; an HTTP/1.0 client may have sent none (found by tests/fuzz/h1_request_fuzz).
+TEST(UpstreamRequest, AnHttp10RequestWithoutHostGetsTheAppsAddressAsHost) {
+  Parsed p("GET / HTTP/1.0\r\n\r\n");
+  std::string out;
+  ExchangeRecord record;
+  RequestIdGenerator ids(1);
+  RequestRewrite rw{.peer_address = "10.9.8.7", .scheme = "http", .request_ids = &ids};
+  ForwardedRequest request(p.parser.get(), rw, BodyInfo{.kind = BodyKind::none}, record, false);
+  request.method = "GET";
+  request.target = "/";
+  format_upstream_request(out, request, "127.0.0.1:8080");
+  EXPECT_TRUE(has_line(out, "Host: 127.0.0.1:8080")) << out;
+  EXPECT_EQ(upstream("GET / HTTP/1.0\r\nHost: a\r\n\r\n").find("127.0.0.1"), std::string::npos);
+}
+
 TEST(UpstreamRequest, KOriginalHostReplacesHostAndIsRemoved) {
   auto h = upstream("GET / HTTP/1.1\r\nHost: activator-service\r\nK-Original-Host: app.example.com\r\n\r\n");
   EXPECT_TRUE(has_line(h, "Host: app.example.com")) << h;

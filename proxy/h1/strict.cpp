@@ -1,0 +1,274 @@
+// RFC 9112 head rules; see strict.h.
+#include "proxy/h1/strict.h"
+
+#include <array>
+#include <string>
+
+#include "proxy/headers.h"
+
+namespace sluice::proxy::h1 {
+namespace {
+
+// boost::system::error_category's destructor is protected and non-virtual, as categories are never
+// deleted through it; GCC warns about every derived class anyway.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
+class ViolationCategory final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "sluice.h1.rfc9112"; }
+  std::string message(int v) const override {
+    switch (static_cast<Violation>(v)) {
+      case Violation::bare_cr: return "CR without LF";
+      case Violation::bare_lf: return "LF without CR";
+      case Violation::obs_fold: return "obsolete line folding (obs-fold) in the header";
+      case Violation::bad_request_line: return "malformed request line";
+      case Violation::bad_target: return "invalid request target";
+      case Violation::target_too_long: return "request target too long";
+      case Violation::bad_version: return "malformed HTTP version";
+      case Violation::unsupported_version: return "HTTP version not supported";
+      case Violation::missing_host: return "missing Host header";
+      case Violation::several_hosts: return "more than one Host header";
+      case Violation::bad_host: return "invalid Host header";
+      case Violation::host_mismatch: return "Host header differs from the target's authority";
+      case Violation::te_in_http10: return "Transfer-Encoding in an HTTP/1.0 message";
+      case Violation::te_not_chunked: return "Transfer-Encoding whose final coding is not chunked";
+      case Violation::te_chunked_twice: return "chunked applied more than once";
+      case Violation::te_unsupported: return "transfer coding not implemented (only chunked is)";
+      case Violation::several_content_lengths: return "more than one Content-Length value";
+      case Violation::content_length_and_te: return "both Content-Length and Transfer-Encoding";
+      case Violation::header_too_large: return "header fields too large";
+    }
+    return "malformed message";
+  }
+};
+#pragma GCC diagnostic pop
+
+constexpr bool in(std::string_view set, char c) { return set.find(c) != std::string_view::npos; }
+
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// RFC 9110 §5.6.2 tchar.
+bool is_tchar(char c) { return is_alpha(c) || is_digit(c) || in("!#$%&'*+-.^_`|~", c); }
+
+// RFC 3986 unreserved / sub-delims / pct-encoded's '%'.
+bool is_reg_name_char(char c) { return is_alpha(c) || is_digit(c) || in("-._~!$&'()*+,;=%", c); }
+
+// The characters a request target may hold: RFC 3986's unreserved, reserved and '%', '#' excepted (a
+// fragment is never sent, RFC 9112 §3.2), plus the printable ASCII that RFC 3986 calls unsafe but nginx
+// and Go's net/http (queue-proxy) accept, so clients that send `{a|b}` unencoded keep working. Rejecting
+// an invalid target is a SHOULD (RFC 9112 §3); 8-bit bytes, controls and spaces are refused.
+bool is_target_char(char c) { return is_reg_name_char(c) || in(":/?@[]\"<>\\^`{|}", c); }
+
+// uri-host [":" port] (RFC 9112 §3.2, RFC 3986 §3.2.2); empty is allowed (a target without authority).
+bool valid_host(std::string_view h) {
+  std::size_t i = 0;
+  if (!h.empty() && h[0] == '[') {
+    auto close = h.find(']');
+    if (close == std::string_view::npos || close < 2) return false;
+    for (char c : h.substr(1, close - 1))
+      if (!is_hex(c) && c != ':' && c != '.' && c != 'v' && c != 'V') return false;
+    i = close + 1;
+  } else {
+    while (i < h.size() && h[i] != ':') {
+      if (!is_reg_name_char(h[i])) return false;
+      ++i;
+    }
+  }
+  if (i == h.size()) return true;
+  if (h[i] != ':') return false;
+  for (char c : h.substr(i + 1))
+    if (!is_digit(c)) return false;
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The authority of an absolute-form target ("http://host:port/path" → "host:port"), userinfo dropped.
+std::string_view authority_of(std::string_view target) {
+  auto start = target.find("://") + 3;
+  auto end = target.find_first_of("/?", start);
+  auto authority = target.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+  return authority;
+}
+
+bool is_absolute_form(std::string_view target) {
+  auto colon = target.find("://");
+  if (colon == std::string_view::npos || colon == 0 || !is_alpha(target[0])) return false;
+  for (char c : target.substr(0, colon))
+    if (!is_alpha(c) && !is_digit(c) && !in("+-.", c)) return false;
+  return true;
+}
+
+// Framing fields, shared by requests and responses (RFC 9112 §6.1, §6.3).
+error_code check_framing(const http::fields& f, unsigned version) {
+  std::size_t lengths = 0;
+  for (auto [it, end] = f.equal_range(http::field::content_length); it != end; ++it) {
+    ++lengths;
+    if (it->value().find(',') != std::string_view::npos) return Violation::several_content_lengths;
+  }
+  if (lengths > 1) return Violation::several_content_lengths;
+  bool has_te = false, chunked_last = false;
+  std::size_t chunked = 0, others = 0;
+  for (auto [it, end] = f.equal_range(http::field::transfer_encoding); it != end; ++it) {
+    has_te = true;
+    std::string_view rest = it->value();
+    while (true) {
+      auto comma = rest.find(',');
+      auto coding = trim(rest.substr(0, comma));
+      if (!coding.empty()) {  // the list rule allows empty elements
+        chunked_last = iequals(coding, "chunked");
+        if (chunked_last) ++chunked;
+        else ++others;
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  if (!has_te) return {};
+  if (version < 11) return Violation::te_in_http10;
+  if (lengths > 0) return Violation::content_length_and_te;
+  if (!chunked_last) return Violation::te_not_chunked;
+  if (chunked > 1) return Violation::te_chunked_twice;
+  if (others > 0) return Violation::te_unsupported;
+  return {};
+}
+
+}  // namespace
+
+std::optional<std::string_view> absolute_form_authority(std::string_view target) {
+  if (!is_absolute_form(target)) return std::nullopt;
+  return authority_of(target);
+}
+
+const boost::system::error_category& violation_category() {
+  static const ViolationCategory category;
+  return category;
+}
+
+unsigned violation_status(error_code ec) {
+  if (!is_violation(ec)) return 400;
+  switch (static_cast<Violation>(ec.value())) {
+    case Violation::target_too_long: return 414;
+    case Violation::unsupported_version: return 505;
+    case Violation::te_unsupported: return 501;
+    case Violation::header_too_large: return 431;
+    default: return 400;
+  }
+}
+
+std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& rules, error_code& ec) {
+  std::size_t i = scan.pos;
+  for (; i < data.size(); ++i) {
+    const char c = data[i];
+    if (c == '\n') {
+      if (i == 0 || data[i - 1] != '\r') {
+        ec = Violation::bare_lf;
+        return 0;
+      }
+      if (!scan.start_line_done) {
+        scan.start_line_done = true;
+        if (rules.request) {
+          if ((ec = check_request_line(data.substr(0, i - 1), rules))) return 0;
+        }
+      } else if (i >= 3 && data[i - 2] == '\n') {
+        scan.pos = i + 1;
+        return i + 1;  // CRLF CRLF: the end of the head
+      }
+      continue;
+    }
+    if (c == '\r') {
+      if (i + 1 == data.size()) break;  // its LF has not arrived yet
+      if (data[i + 1] != '\n') {
+        ec = Violation::bare_cr;
+        return 0;
+      }
+      continue;
+    }
+    // A line that starts with whitespace continues the previous field (obs-fold) or, first after the
+    // start line, would be read as part of it by some and dropped by others (RFC 9112 §2.2, §5.2).
+    if ((c == ' ' || c == '\t') && i > 0 && data[i - 1] == '\n') {
+      ec = Violation::obs_fold;
+      return 0;
+    }
+  }
+  scan.pos = i;
+  // A request line that never ends: say 414 as soon as its target alone is too long.
+  if (rules.request && !scan.start_line_done) {
+    auto sp = data.find(' ');
+    if (sp != std::string_view::npos && data.size() - sp - 1 > rules.max_target_bytes &&
+        data.find(' ', sp + 1) == std::string_view::npos) {
+      ec = Violation::target_too_long;
+    }
+  }
+  return 0;
+}
+
+error_code check_request_line(std::string_view line, const HeadRules& rules) {
+  // method SP request-target SP HTTP-version (RFC 9112 §3): one space each, nothing else.
+  auto sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos || sp1 == 0) return Violation::bad_request_line;
+  auto method = line.substr(0, sp1);
+  for (char c : method)
+    if (!is_tchar(c)) return Violation::bad_request_line;
+  auto sp2 = line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos) return Violation::bad_request_line;
+  auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  auto version = line.substr(sp2 + 1);
+  if (target.size() > rules.max_target_bytes) return Violation::target_too_long;
+  if (target.empty()) return Violation::bad_request_line;
+  for (char c : target)
+    if (!is_target_char(c)) return Violation::bad_target;
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !is_digit(version[5]) || version[6] != '.' ||
+      !is_digit(version[7]))
+    return version.find(' ') != std::string_view::npos ? Violation::bad_request_line : Violation::bad_version;
+  if (version[5] != '1' || (version[7] != '0' && version[7] != '1')) return Violation::unsupported_version;
+  // The target's form must suit the method (RFC 9112 §3.2).
+  const bool connect = method == "CONNECT";
+  if (target == "*") return method == "OPTIONS" ? error_code{} : error_code(Violation::bad_target);
+  if (target[0] == '/') return connect ? error_code(Violation::bad_target) : error_code{};
+  if (is_absolute_form(target))
+    return connect || !valid_host(authority_of(target)) ? error_code(Violation::bad_target) : error_code{};
+  // authority-form
+  return connect && valid_host(target) ? error_code{} : error_code(Violation::bad_target);
+}
+
+error_code check_request_fields(const http::request_header<>& req) {
+  const unsigned version = req.version();
+  std::size_t hosts = 0;
+  std::string_view host;
+  for (auto [it, end] = req.equal_range(http::field::host); it != end; ++it) {
+    ++hosts;
+    host = it->value();
+  }
+  if (hosts > 1) return Violation::several_hosts;
+  if (hosts == 0 && version >= 11) return Violation::missing_host;
+  if (hosts == 1 && !valid_host(host)) return Violation::bad_host;
+  // The activator's K-Original-Host becomes the app's Host (proxy/request_fields.cpp): the same syntax holds.
+  if (auto it = req.find("K-Original-Host"); it != req.end() && !valid_host(it->value())) return Violation::bad_host;
+  auto target = req.target();
+  if (hosts == 1 && is_absolute_form(target) && !iequals(authority_of(target), host)) return Violation::host_mismatch;
+  return check_framing(req, version);
+}
+
+bool stuck_on_chunk_line(std::string_view data) {
+  if (data.starts_with("\r\n")) data.remove_prefix(2);
+  auto eol = data.find("\r\n");
+  if (eol == std::string_view::npos) return false;  // the line is still arriving
+  // The last chunk legitimately waits for its trailer section; any other chunk line is whole.
+  for (char c : data.substr(0, eol)) {
+    if (!is_hex(c)) break;
+    if (c != '0') return true;
+  }
+  return false;
+}
+
+error_code check_response_fields(const http::response_header<>& res) { return check_framing(res, res.version()); }
+
+}  // namespace sluice::proxy::h1
