@@ -44,6 +44,11 @@ int run_sidecar(Args args) {
   log::parse_level(cfg.logging_level, level);
   log::set_level(level);
   set_log_identity(cfg);
+  if (!cfg.not_acted_on.empty()) {
+    std::string names;
+    for (const auto& n : cfg.not_acted_on) names += (names.empty() ? "" : ", ") + n;
+    log::warn("queue-proxy settings accepted but not acted on by sluice").kv("settings", names);
+  }
   if (cfg.revision_timeout_disabled)
     log::warn("REVISION_TIMEOUT_SECONDS=0: no request timeout (queue-proxy would answer 504 to every request)");
 
@@ -64,7 +69,8 @@ int run_sidecar(Args args) {
   if (server.tls_port() != 0)
     log::info("listening").kv("listener", "tls").kv("address", cfg.proxy.listen_address)
         .kv("port", static_cast<unsigned>(server.tls_port())).kv("cert", cfg.proxy.tls->cert_file)
-        .kv("min_version", cfg.proxy.tls->tls13_only ? "1.3" : "1.2");
+        .kv("min_version", cfg.proxy.tls->min_version == proxy::TlsVersion::v1_3 ? "1.3" : "1.2")
+        .kv("max_version", cfg.proxy.tls->max_version == proxy::TlsVersion::v1_3 ? "1.3" : "1.2");
   // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening")
       .kv("listener", "proxy")

@@ -41,6 +41,7 @@ void begin_record(ExchangeRecord& r, const http::request_header<>& req, bool req
   r.request_bytes = r.response_bytes = 0;
   r.request_id.clear();
   r.trace_id.clear();
+  r.span_trace_id.clear();
   if (!request_log) return;
   auto copy = [](std::string& to, std::string_view from) { to.assign(from.data(), from.size()); };
   copy(r.method, req.method_string());
@@ -332,8 +333,8 @@ asio::awaitable<void> Forwarding::run() {
 
 }  // namespace
 
-void log_exchange(const WorkerContext& worker, const ExchangeRecord& record) {
-  if (worker.config.request_log) write_request_log(record, worker.config.pod_ip);
+void log_exchange(const WorkerContext& worker, const ExchangeRecord& record, const http::request_header<>* req) {
+  if (worker.config.request_log) write_request_log(record, req, worker.config);
 }
 
 asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
@@ -347,7 +348,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
     record.status = static_cast<int>(answer.status);
     co_await down.send_local(answer);
     co_await down.flushed();
-    if (config.probe_request_log) log_exchange(worker, record);
+    if (config.probe_request_log) log_exchange(worker, record, &req);
     co_return;
   }
   {
@@ -359,7 +360,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
     // The exchange counts until the client has the whole response (or is gone).
     co_await down.flushed();
   }
-  log_exchange(worker, record);
+  log_exchange(worker, record, &req);
 }
 
 }  // namespace sluice::proxy

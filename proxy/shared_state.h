@@ -21,7 +21,7 @@ struct SharedState {
         breaker(c.container_concurrency
                     ? std::make_unique<ConcurrencyBreaker>(c.container_concurrency, c.queue_depth)
                     : nullptr),
-        readiness(c.readiness),
+        readiness(c.readiness, c.sidecar_readiness),
         drainer(c.timeouts.drain_quiet_period),
         tls(c.tls ? std::make_unique<TlsContexts>(*c.tls) : nullptr) {}
 
