@@ -61,6 +61,16 @@ int run_sidecar(Args args) {
     server.shared().request_metrics = std::make_unique<metrics::RequestMetrics>(metrics::RequestMetricsConfig{
         .pod = cfg.control.pod, .service = cfg.service, .names = cfg.metric_names});
   }
+  if (cfg.tracing.protocol != proxy::telemetry::ExportProtocol::none) {
+    server.shared().tracer = std::make_unique<proxy::telemetry::Tracer>(cfg.tracing, cfg.proxy.upstream_port);
+    log::info("tracing")
+        .kv("protocol", cfg.tracing.protocol == proxy::telemetry::ExportProtocol::otlp_grpc   ? "grpc"
+                        : cfg.tracing.protocol == proxy::telemetry::ExportProtocol::otlp_http ? "http/protobuf"
+                                                                                              : "zipkin")
+        .kv("endpoint", cfg.tracing.endpoint.text())
+        .kv("sampling_rate", cfg.tracing.sampling_rate)
+        .kv("service_name", cfg.tracing.service_name);
+  }
   proxy::ControlPlane plane(control, server.shared(), cfg.control);
   server.start();
   plane.start();

@@ -58,24 +58,6 @@ TEST(Probes, IngressProbeEchoesTheHashOrIs400WithoutIt) {
   EXPECT_EQ(status_line(bad), "HTTP/1.1 400 Bad Request");
 }
 
-// A port that refuses connections until listen() is called on it.
-struct ReservedPort {
-  ReservedPort() {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~ReservedPort() { ::close(fd); }
-  void listen() { ::listen(fd, 16); }
-  int fd;
-  int port;
-};
-
 TEST(Probes, AppNotListeningIs503WithAPeriodicProbe) {
   ReservedPort app;
   Sidecar sidecar{SidecarOptions{
