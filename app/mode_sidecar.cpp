@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "proxy/control_plane.h"
 #include "proxy/server.h"
+#include "proxy/telemetry/metrics_pusher.h"
 
 namespace sluice::app {
 namespace {
@@ -57,7 +58,8 @@ int run_sidecar(Args args) {
   asio::signal_set signals(control, SIGTERM, SIGINT);
 
   proxy::Server server(cfg.proxy);
-  if (cfg.user_metrics) {
+  const bool push_metrics = cfg.metrics_push.protocol != proxy::telemetry::ExportProtocol::none;
+  if (cfg.user_metrics || push_metrics) {
     server.shared().request_metrics = std::make_unique<metrics::RequestMetrics>(metrics::RequestMetricsConfig{
         .pod = cfg.control.pod, .service = cfg.service, .names = cfg.metric_names});
   }
@@ -70,6 +72,19 @@ int run_sidecar(Args args) {
         .kv("endpoint", cfg.tracing.endpoint.text())
         .kv("sampling_rate", cfg.tracing.sampling_rate)
         .kv("service_name", cfg.tracing.service_name);
+  }
+  std::unique_ptr<proxy::telemetry::MetricsPusher> pusher;  // stops (after a last push) before the server goes
+  if (push_metrics) {
+    auto& shared = server.shared();
+    pusher = std::make_unique<proxy::telemetry::MetricsPusher>(
+        cfg.metrics_push, *shared.request_metrics, [&shared]() -> std::optional<double> {
+          if (!shared.breaker) return std::nullopt;
+          return static_cast<double>(shared.breaker->in_flight() + shared.breaker->waiting());
+        });
+    log::info("request metrics push")
+        .kv("protocol", cfg.metrics_push.protocol == proxy::telemetry::ExportProtocol::otlp_grpc ? "grpc" : "http/protobuf")
+        .kv("endpoint", cfg.metrics_push.endpoint.text())
+        .kv("interval_ms", static_cast<std::int64_t>(cfg.metrics_push.interval.count()));
   }
   proxy::ControlPlane plane(control, server.shared(), cfg.control);
   server.start();

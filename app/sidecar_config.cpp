@@ -229,6 +229,10 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   else if (names == "otel") c.metric_names = metrics::MetricNames::knative_otel;
   else if (names == "both") c.metric_names = metrics::MetricNames::both;
   else throw ConfigError("SLUICE_METRIC_NAMES=\"" + names + "\": expected legacy, otel or both");
+  // An OTLP push sends the 1.19 names, so they are recorded whatever the Prometheus family is.
+  if (c.metrics_push.protocol != proxy::telemetry::ExportProtocol::none &&
+      c.metric_names == metrics::MetricNames::knative_legacy)
+    c.metric_names = metrics::MetricNames::both;
   auto probes = parse_readiness_probes(o.get_string("SERVING_READINESS_PROBE"), c.proxy.upstream_port,
                                        o.get_bool("ENABLE_MULTI_CONTAINER_PROBES", false));
   c.proxy.readiness = probes.front();
