@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "proxy/control_plane.h"
 #include "proxy/server.h"
+#include "proxy/telemetry/metrics_pusher.h"
 
 namespace sluice::app {
 namespace {
@@ -44,6 +45,11 @@ int run_sidecar(Args args) {
   log::parse_level(cfg.logging_level, level);
   log::set_level(level);
   set_log_identity(cfg);
+  if (!cfg.not_acted_on.empty()) {
+    std::string names;
+    for (const auto& n : cfg.not_acted_on) names += (names.empty() ? "" : ", ") + n;
+    log::warn("queue-proxy settings accepted but not acted on by sluice").kv("settings", names);
+  }
   if (cfg.revision_timeout_disabled)
     log::warn("REVISION_TIMEOUT_SECONDS=0: no request timeout (queue-proxy would answer 504 to every request)");
 
@@ -52,9 +58,33 @@ int run_sidecar(Args args) {
   asio::signal_set signals(control, SIGTERM, SIGINT);
 
   proxy::Server server(cfg.proxy);
-  if (cfg.user_metrics) {
+  const bool push_metrics = cfg.metrics_push.protocol != proxy::telemetry::ExportProtocol::none;
+  if (cfg.user_metrics || push_metrics) {
     server.shared().request_metrics = std::make_unique<metrics::RequestMetrics>(metrics::RequestMetricsConfig{
         .pod = cfg.control.pod, .service = cfg.service, .names = cfg.metric_names});
+  }
+  if (cfg.tracing.protocol != proxy::telemetry::ExportProtocol::none) {
+    server.shared().tracer = std::make_unique<proxy::telemetry::Tracer>(cfg.tracing, cfg.proxy.upstream_port);
+    log::info("tracing")
+        .kv("protocol", cfg.tracing.protocol == proxy::telemetry::ExportProtocol::otlp_grpc   ? "grpc"
+                        : cfg.tracing.protocol == proxy::telemetry::ExportProtocol::otlp_http ? "http/protobuf"
+                                                                                              : "zipkin")
+        .kv("endpoint", cfg.tracing.endpoint.text())
+        .kv("sampling_rate", cfg.tracing.sampling_rate)
+        .kv("service_name", cfg.tracing.service_name);
+  }
+  std::unique_ptr<proxy::telemetry::MetricsPusher> pusher;  // stops (after a last push) before the server goes
+  if (push_metrics) {
+    auto& shared = server.shared();
+    pusher = std::make_unique<proxy::telemetry::MetricsPusher>(
+        cfg.metrics_push, *shared.request_metrics, [&shared]() -> std::optional<double> {
+          if (!shared.breaker) return std::nullopt;
+          return static_cast<double>(shared.breaker->in_flight() + shared.breaker->waiting());
+        });
+    log::info("request metrics push")
+        .kv("protocol", cfg.metrics_push.protocol == proxy::telemetry::ExportProtocol::otlp_grpc ? "grpc" : "http/protobuf")
+        .kv("endpoint", cfg.metrics_push.endpoint.text())
+        .kv("interval_ms", static_cast<std::int64_t>(cfg.metrics_push.interval.count()));
   }
   proxy::ControlPlane plane(control, server.shared(), cfg.control);
   server.start();
@@ -64,7 +94,8 @@ int run_sidecar(Args args) {
   if (server.tls_port() != 0)
     log::info("listening").kv("listener", "tls").kv("address", cfg.proxy.listen_address)
         .kv("port", static_cast<unsigned>(server.tls_port())).kv("cert", cfg.proxy.tls->cert_file)
-        .kv("min_version", cfg.proxy.tls->tls13_only ? "1.3" : "1.2");
+        .kv("min_version", cfg.proxy.tls->min_version == proxy::TlsVersion::v1_3 ? "1.3" : "1.2")
+        .kv("max_version", cfg.proxy.tls->max_version == proxy::TlsVersion::v1_3 ? "1.3" : "1.2");
   // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening")
       .kv("listener", "proxy")

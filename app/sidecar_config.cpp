@@ -6,14 +6,18 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
 
+#include "app/observability_config.h"
+#include "app/tls_knobs.h"
 #include "common/config_error.h"
 #include "common/log.h"
+#include "proxy/request_log/template.h"
 
 namespace sluice::app {
 namespace {
 
 std::vector<OptionSpec> sidecar_options() {
-  return {
+  auto specs = observability_options();
+  std::vector<OptionSpec> own = {
       {"CONTAINER_CONCURRENCY", "container-concurrency", true, "max in-flight requests, 0 = unlimited"},
       {"QUEUE_SERVING_PORT", "queue-serving-port", true, "proxy port, HTTP/1.1 and h2c (0 = any)"},
       {"QUEUE_SERVING_TLS_PORT", "queue-serving-tls-port", true, "TLS proxy port"},
@@ -31,14 +35,10 @@ std::vector<OptionSpec> sidecar_options() {
        "time to the first response byte, 0 = none"},
       {"REVISION_IDLE_TIMEOUT_SECONDS", "revision-idle-timeout-seconds", false,
        "time since the last byte written to the client, 0 = none"},
-      {"SERVING_ENABLE_REQUEST_LOG", "serving-enable-request-log", false, "JSON request log on stdout"},
-      {"SERVING_REQUEST_LOG_TEMPLATE", "serving-request-log-template", false, "accepted; the JSON shape is Knative's default template"},
-      {"SERVING_ENABLE_PROBE_REQUEST_LOG", "serving-enable-probe-request-log", false, "log health checks too"},
       {"SERVING_READINESS_PROBE", "serving-readiness-probe", false,
        "the user container's probe as JSON (tcpSocket/httpGet); default: TCP connect to USER_PORT"},
-      {"SERVING_REQUEST_METRICS_BACKEND", "serving-request-metrics-backend", false,
-       "prometheus: serve request metrics on the user-metrics port"},
-      {"OBSERVABILITY_CONFIG", "observability-config", false, "Knative >= 1.19 JSON (enableRequestLog, ...)"},
+      {"ENABLE_MULTI_CONTAINER_PROBES", "enable-multi-container-probes", false,
+       "true: SERVING_READINESS_PROBE is an array, one probe per container, and all must pass"},
       {"SLUICE_WORKERS", "workers", false, "worker threads, 0 = one per CPU (default 0)"},
       {"SLUICE_LISTEN_ADDRESS", "listen-address", false, "address to listen on (default 0.0.0.0; :: for dual stack)"},
       {"SLUICE_PLAIN_PROTOCOLS", "plain-protocols", false,
@@ -85,7 +85,14 @@ std::vector<OptionSpec> sidecar_options() {
        "PEM certificate chain for the TLS port (default /var/lib/knative/certs/tls.crt; the TLS port is off when "
        "neither file is set and the defaults do not exist)"},
       {"SLUICE_TLS_KEY_FILE", "tls-key-file", false, "PEM private key (default /var/lib/knative/certs/tls.key)"},
-      {"SLUICE_TLS_MIN_VERSION", "tls-min-version", false, "1.2 (default) or 1.3"},
+      {"QUEUE_PROXY_TLS_MIN_VERSION", "queue-proxy-tls-min-version", false, "TLS port: 1.3 (default) or 1.2"},
+      {"QUEUE_PROXY_TLS_MAX_VERSION", "queue-proxy-tls-max-version", false, "TLS port: 1.3 (default) or 1.2"},
+      {"QUEUE_PROXY_TLS_CIPHER_SUITES", "queue-proxy-tls-cipher-suites", false,
+       "TLS 1.2 suites by Go's names, comma separated (default: ECDHE with AES-GCM or ChaCha20)"},
+      {"QUEUE_PROXY_TLS_CURVE_PREFERENCES", "queue-proxy-tls-curve-preferences", false,
+       "key exchange curves by Go's names, e.g. X25519,CurveP256 (default: OpenSSL's)"},
+      {"SLUICE_TLS_MIN_VERSION", "tls-min-version", false,
+       "older name of QUEUE_PROXY_TLS_MIN_VERSION (used when that is empty)"},
       {"SLUICE_TLS_RELOAD_MS", "tls-reload-ms", false,
        "how often the certificate and key files are checked for a change (default 10000; 0 = never)"},
       {"SLUICE_QUEUE_DEPTH", "queue-depth", false,
@@ -101,131 +108,61 @@ std::vector<OptionSpec> sidecar_options() {
        "request metrics port when enabled (default 9091; 0 = any)"},
       {"SLUICE_METRIC_NAMES", "metric-names", false,
        "request metric family: legacy (QP <= 1.18), otel (QP >= 1.19) or both (default: by the variables set)"},
+      {"ENABLE_HTTP_FULL_DUPLEX", "enable-http-full-duplex", false,
+       "accepted; HTTP/1.1 bodies always stream both ways at once (see README)"},
+      // Known to queue-proxy, not needed by sluice: named in the start-up warning when set.
+      {"HOST_IP", "host-ip", false, "accepted, not used"},
+      {"SYSTEM_NAMESPACE", "system-namespace", false, "accepted, not used"},
+      {"ROOT_CA", "root-ca", false, "accepted, not used"},
   };
-}
-
-// Knative >= 1.19 folds the request-log and request-metrics switches into OBSERVABILITY_CONFIG.
-struct Observability {
-  bool request_log, probe_request_log, prometheus_metrics;
-};
-
-Observability parse_observability(const std::string& json, Observability fallback) {
-  boost::system::error_code ec;
-  auto v = boost::json::parse(json, ec);
-  if (ec || !v.is_object())
-    throw ConfigError("OBSERVABILITY_CONFIG: not a JSON object (" + ec.message() + ")");
-  const auto& o = v.as_object();
-  auto flag = [&](const char* key, bool& out) {
-    if (auto* p = o.if_contains(key)) {
-      if (!p->is_bool()) throw ConfigError(std::string("OBSERVABILITY_CONFIG: ") + key + " must be true or false");
-      out = p->as_bool();
-    }
-  };
-  Observability r = fallback;
-  flag("enableRequestLog", r.request_log);
-  flag("enableProbeRequestLog", r.probe_request_log);
-  if (auto* m = o.if_contains("requestMetrics"); m && m->is_object()) {
-    if (auto* p = m->as_object().if_contains("protocol"); p && p->is_string())
-      r.prometheus_metrics = p->as_string() == "prometheus";
-  }
-  return r;
-}
-
-[[noreturn]] void bad_probe(std::string_view what) {
-  throw ConfigError("SERVING_READINESS_PROBE: " + std::string(what));
-}
-
-std::int64_t probe_int(const boost::json::object& o, const char* key, std::int64_t fallback) {
-  auto* p = o.if_contains(key);
-  if (!p) return fallback;
-  if (p->is_int64() && p->as_int64() >= 0) return p->as_int64();
-  if (p->is_uint64()) return static_cast<std::int64_t>(p->as_uint64());
-  bad_probe(std::string(key) + " must be a non-negative integer");
-}
-
-std::uint16_t probe_port(const boost::json::object& handler, std::uint16_t user_port) {
-  auto* p = handler.if_contains("port");
-  if (!p) return user_port;
-  std::int64_t port = -1;
-  if (p->is_int64()) port = p->as_int64();
-  if (p->is_string()) {  // IntOrString: queue-proxy receives numbers, but a numeric string is fine too
-    const auto& str = p->as_string();
-    if (!str.empty() && str.find_first_not_of("0123456789") == boost::json::string::npos && str.size() < 6)
-      port = std::stoll(std::string(str));
-    else
-      bad_probe("named port \"" + std::string(str) + "\" cannot be resolved by the sidecar; use a number");
-  }
-  if (port == 0) return user_port;
-  if (port < 1 || port > 65535) bad_probe("port must be a number from 1 to 65535");
-  return static_cast<std::uint16_t>(port);
+  specs.insert(specs.begin(), own.begin(), own.end());
+  return specs;
 }
 
 proxy::Millis seconds(std::int64_t s) { return proxy::Millis(s * 1000); }
 
-}  // namespace
-
-proxy::ReadinessProbeConfig parse_readiness_probe(std::string_view json, std::uint16_t user_port) {
-  proxy::ReadinessProbeConfig c;
-  c.port = user_port;
-  if (json.find_first_not_of(" \t\r\n") == std::string_view::npos) return c;
-  boost::system::error_code ec;
-  auto v = boost::json::parse(json, ec);
-  if (ec) bad_probe("not JSON (" + ec.message() + ")");
-  if (v.is_array()) {  // ENABLE_MULTI_CONTAINER_PROBES: one probe per container; the first is the app's
-    if (v.as_array().empty()) return c;
-    v = boost::json::value(v.as_array().front());
-  }
-  if (!v.is_object()) bad_probe("expected a JSON object (a Kubernetes probe)");
-  const auto& o = v.as_object();
-  c.timeout = proxy::Millis(1000 * probe_int(o, "timeoutSeconds", 1));
-  if (c.timeout.count() == 0) c.timeout = proxy::Millis(1000);
-  c.period = proxy::Millis(1000 * probe_int(o, "periodSeconds", 0));
-  (void)probe_int(o, "successThreshold", 1);  // validated; the kubelet counts successes, not sluice
-  (void)probe_int(o, "failureThreshold", 3);
-  auto host = [&](const boost::json::object& h) {
-    if (auto* p = h.if_contains("host"); p && p->is_string() && !p->as_string().empty()) {
-      c.host = std::string(p->as_string());
-      boost::system::error_code aec;
-      boost::asio::ip::make_address(c.host, aec);
-      if (aec) bad_probe("host \"" + c.host + "\" is not an IP address");
-    }
-  };
-  if (auto* t = o.if_contains("tcpSocket")) {
-    if (!t->is_object()) bad_probe("tcpSocket must be an object");
-    c.kind = proxy::ReadinessProbeConfig::Kind::tcp_connect;
-    host(t->as_object());
-    c.port = probe_port(t->as_object(), user_port);
-    return c;
-  }
-  if (auto* h = o.if_contains("httpGet")) {
-    if (!h->is_object()) bad_probe("httpGet must be an object");
-    const auto& g = h->as_object();
-    c.kind = proxy::ReadinessProbeConfig::Kind::http_get;
-    host(g);
-    c.port = probe_port(g, user_port);
-    if (auto* p = g.if_contains("path"); p && p->is_string() && !p->as_string().empty())
-      c.path = std::string(p->as_string());
-    if (c.path.front() != '/') c.path.insert(0, "/");
-    if (auto* p = g.if_contains("scheme"); p && p->is_string() && p->as_string() == "HTTPS") {
-      log::warn("SERVING_READINESS_PROBE: HTTPS probes are checked by TCP connect for now");
-      c.kind = proxy::ReadinessProbeConfig::Kind::tcp_connect;
-    }
-    if (auto* p = g.if_contains("httpHeaders")) {
-      if (!p->is_array()) bad_probe("httpGet.httpHeaders must be an array");
-      for (const auto& e : p->as_array()) {
-        const auto* name = e.is_object() ? e.as_object().if_contains("name") : nullptr;
-        const auto* value = e.is_object() ? e.as_object().if_contains("value") : nullptr;
-        if (!name || !name->is_string() || !value || !value->is_string())
-          bad_probe("each httpGet.httpHeaders entry needs a string name and value");
-        c.headers.emplace_back(std::string(name->as_string()), std::string(value->as_string()));
-      }
-    }
-    return c;
-  }
-  if (o.contains("grpc") || o.contains("exec"))
-    bad_probe("only tcpSocket and httpGet probes can be checked by the sidecar");
-  bad_probe("expected tcpSocket or httpGet");
+// Resource attributes of spans and pushed metrics, as Knative's queue-proxy (sharedmain/otel.go) sets them.
+void set_telemetry_identity(const Options& o, SidecarConfig& c) {
+  std::string name = o.get_string("OTEL_SERVICE_NAME");
+  for (const std::string* fallback : {&c.service, &c.configuration, &c.revision, &c.pod})
+    if (name.empty()) name = *fallback;
+  proxy::telemetry::Attributes a = {{"service.name", name},
+                                    {"service.instance.id", c.pod},
+                                    {"k8s.container.name", "queue-proxy"},
+                                    {"k8s.namespace.name", c.namespace_name},
+                                    {"k8s.pod.name", c.pod}};
+  if (!c.service.empty()) a.emplace_back("kn.service.name", c.service);
+  if (!c.configuration.empty()) a.emplace_back("kn.configuration.name", c.configuration);
+  if (!c.revision.empty()) a.emplace_back("kn.revision.name", c.revision);
+  c.tracing.service_name = name;
+  c.tracing.resource = a;
+  c.metrics_push.resource = std::move(a);
 }
+
+// Knative passes every QUEUE_PROXY_TLS_* variable, empty when config-deployment leaves it unset.
+void apply_tls_knobs(const Options& o, proxy::TlsConfig& tls) {
+  const char* min_var = "QUEUE_PROXY_TLS_MIN_VERSION";
+  auto min = o.get_string(min_var);
+  if (min.empty()) {
+    min_var = "SLUICE_TLS_MIN_VERSION";
+    min = o.get_string(min_var);
+  }
+  if (!min.empty()) tls.min_version = parse_tls_version(min_var, min);
+  if (auto max = o.get_string("QUEUE_PROXY_TLS_MAX_VERSION"); !max.empty())
+    tls.max_version = parse_tls_version("QUEUE_PROXY_TLS_MAX_VERSION", max);
+  if (tls.max_version < tls.min_version)
+    throw ConfigError("QUEUE_PROXY_TLS_MAX_VERSION=\"1.2\": below the minimum version 1.3 (" +
+                      std::string(min_var) + ")");
+  tls.tls12_ciphers = openssl_cipher_list("QUEUE_PROXY_TLS_CIPHER_SUITES",
+                                          o.get_string("QUEUE_PROXY_TLS_CIPHER_SUITES"));
+  std::vector<std::string> dropped;
+  tls.groups = openssl_groups("QUEUE_PROXY_TLS_CURVE_PREFERENCES",
+                              o.get_string("QUEUE_PROXY_TLS_CURVE_PREFERENCES"), dropped);
+  for (const auto& d : dropped)
+    log::warn("QUEUE_PROXY_TLS_CURVE_PREFERENCES: curve not available in this OpenSSL; left out").kv("curve", d);
+}
+
+}  // namespace
 
 SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   Options o(sidecar_options(), env, flags);
@@ -250,12 +187,11 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     const bool explicit_pair = !cert.empty() || !key.empty();
     if (cert.empty()) cert = kCert;
     if (key.empty()) key = kKey;
+    // Checked even while the TLS port is off (queue-proxy reads them only then): a bad value would stop
+    // the pod the day system-internal TLS is turned on, so it stops it now, where the change was made.
+    proxy::TlsConfig tls{.cert_file = cert, .key_file = key};
+    apply_tls_knobs(o, tls);
     if (explicit_pair || (std::filesystem::exists(cert) && std::filesystem::exists(key))) {
-      proxy::TlsConfig tls{.cert_file = cert, .key_file = key};
-      auto version = o.get_string("SLUICE_TLS_MIN_VERSION", "1.2");
-      if (version != "1.2" && version != "1.3")
-        throw ConfigError("SLUICE_TLS_MIN_VERSION=\"" + version + "\": expected 1.2 or 1.3");
-      tls.tls13_only = version == "1.3";
       tls.reload_interval = proxy::Millis(o.get_int("SLUICE_TLS_RELOAD_MS", 10000, 0, 86'400'000));
       c.proxy.tls = tls;
     }
@@ -284,23 +220,41 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     throw ConfigError("SERVING_LOGGING_LEVEL=\"" + c.logging_level +
                       "\": expected debug, info, warn or error");
 
-  Observability obs{.request_log = o.get_bool("SERVING_ENABLE_REQUEST_LOG", false),
-                    .probe_request_log = o.get_bool("SERVING_ENABLE_PROBE_REQUEST_LOG", false),
-                    .prometheus_metrics = o.get_string("SERVING_REQUEST_METRICS_BACKEND") == "prometheus"};
-  bool new_style = false;
-  if (auto json = o.get("OBSERVABILITY_CONFIG"); json && !json->empty()) {
-    obs = parse_observability(*json, obs);
-    new_style = true;
-  }
+  auto obs = parse_observability(o);
   c.proxy.request_log = obs.request_log;
   c.proxy.probe_request_log = obs.probe_request_log;
   c.user_metrics = obs.prometheus_metrics;
+  c.not_acted_on = obs.not_acted_on;
+  if (!obs.request_log_template.empty()) {
+    try {
+      c.proxy.request_log_template = std::make_shared<const proxy::RequestLogTemplate>(obs.request_log_template);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(obs.template_source + ": " + e.what());
+    }
+  }
+  c.proxy.revision = {.name = c.revision, .namespace_name = c.namespace_name, .service = c.service,
+                      .configuration = c.configuration, .pod_name = c.pod, .pod_ip = c.pod_ip};
+  const bool new_style = obs.new_style;
+  c.tracing = obs.tracing;
+  c.metrics_push = obs.metrics_push;
+  set_telemetry_identity(o, c);
+  if (!o.get_string("SERVING_LOGGING_CONFIG").empty())
+    c.not_acted_on.push_back("SERVING_LOGGING_CONFIG (the log shape is zap's production JSON; the level is SERVING_LOGGING_LEVEL)");
+  for (const char* v : {"HOST_IP", "SYSTEM_NAMESPACE", "ROOT_CA"})
+    if (!o.get_string(v).empty()) c.not_acted_on.push_back(v);
   auto names = o.get_string("SLUICE_METRIC_NAMES", new_style ? "otel" : "legacy");
   if (names == "legacy") c.metric_names = metrics::MetricNames::knative_legacy;
   else if (names == "otel") c.metric_names = metrics::MetricNames::knative_otel;
   else if (names == "both") c.metric_names = metrics::MetricNames::both;
   else throw ConfigError("SLUICE_METRIC_NAMES=\"" + names + "\": expected legacy, otel or both");
-  c.proxy.readiness = parse_readiness_probe(o.get_string("SERVING_READINESS_PROBE"), c.proxy.upstream_port);
+  // An OTLP push sends the 1.19 names, so they are recorded whatever the Prometheus family is.
+  if (c.metrics_push.protocol != proxy::telemetry::ExportProtocol::none &&
+      c.metric_names == metrics::MetricNames::knative_legacy)
+    c.metric_names = metrics::MetricNames::both;
+  auto probes = parse_readiness_probes(o.get_string("SERVING_READINESS_PROBE"), c.proxy.upstream_port,
+                                       o.get_bool("ENABLE_MULTI_CONTAINER_PROBES", false));
+  c.proxy.readiness = probes.front();
+  c.proxy.sidecar_readiness.assign(probes.begin() + 1, probes.end());
 
   c.proxy.workers = static_cast<unsigned>(o.get_int("SLUICE_WORKERS", 0, 0, 1024));
   c.proxy.listen_address = o.get_string("SLUICE_LISTEN_ADDRESS", "0.0.0.0");
@@ -318,6 +272,9 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   else throw ConfigError("SLUICE_PLAIN_PROTOCOLS=\"" + plain + "\": expected auto, http1 or h2c");
   // Knative gives h2c revisions (a container port named h2c) the serving port 8013 instead of 8012.
   const bool auto_detect = o.get_bool("ENABLE_HTTP2_AUTO_DETECTION", false);
+  // Knative sets it per revision (features.knative.dev/http-full-duplex); sluice's HTTP/1.1 bodies stream
+  // both ways at once either way, so only the value is checked.
+  (void)o.get_bool("ENABLE_HTTP_FULL_DUPLEX", false);
   auto upstream = o.get_string("SLUICE_UPSTREAM_PROTOCOL", auto_detect ? "detect" : c.proxy.port == 8013 ? "h2c" : "http1");
   using Upstream = proxy::ProxyConfig::UpstreamProtocol;
   if (upstream == "http1") c.proxy.upstream_protocol = Upstream::http1;

@@ -4,9 +4,11 @@
 #include <string>
 
 #include "app/options.h"
+#include "app/readiness_config.h"
 #include "metrics/request_metrics.h"
 #include "proxy/config.h"
 #include "proxy/control_plane.h"
+#include "proxy/telemetry/config.h"
 
 namespace sluice::app {
 
@@ -21,15 +23,14 @@ struct SidecarConfig {
   proxy::ControlConfig control;
   bool user_metrics = false;  // SERVING_REQUEST_METRICS_BACKEND / OBSERVABILITY_CONFIG: prometheus
   metrics::MetricNames metric_names = metrics::MetricNames::knative_legacy;
+  proxy::telemetry::TracingConfig tracing;
+  proxy::telemetry::MetricsPushConfig metrics_push;
+  std::vector<std::string> not_acted_on;  // queue-proxy settings accepted but not honoured (one warning)
   bool help = false;
   std::string help_text;
 };
 
 // Throws ConfigError naming the variable (or flag) and what is allowed.
 SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags);
-
-// SERVING_READINESS_PROBE: a Kubernetes probe as JSON (tcpSocket or httpGet; an array takes its first
-// element). Empty: TCP connect to the user port, polled aggressively. Throws ConfigError naming the key.
-proxy::ReadinessProbeConfig parse_readiness_probe(std::string_view json, std::uint16_t user_port);
 
 }  // namespace sluice::app

@@ -2,7 +2,7 @@
 #include "common/control_listener.h"
 
 #include "common/log.h"
-#include "proxy/listen.h"
+#include "common/listen.h"
 
 namespace sluice::net {
 namespace {

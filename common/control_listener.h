@@ -22,7 +22,7 @@ using ControlHandler = std::function<asio::awaitable<ControlResponse>(const Cont
 
 class ControlListener {
  public:
-  // Binds at once (no SO_REUSEPORT); throws AddressInUse (proxy/listen.h), or std::system_error naming
+  // Binds at once (no SO_REUSEPORT); throws AddressInUse (common/listen.h), or std::system_error naming
   // the listener and the address.
   ControlListener(asio::io_context& io, const std::string& name, const std::string& address,
                   std::uint16_t port, ControlHandler handler);

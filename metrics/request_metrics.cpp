@@ -129,6 +129,29 @@ void RequestMetrics::record_app(int status, double latency_seconds) {
   record(app_, status, latency_seconds);
 }
 
+std::vector<DurationPoint> RequestMetrics::durations() const {
+  std::vector<DurationPoint> out;
+  for (std::size_t status = 0; status < proxy_.by_status.size(); ++status) {
+    const auto* s = proxy_.by_status[status].load(std::memory_order_acquire);
+    if (!s || !s->duration_s) continue;
+    const auto m = s->duration_s->Collect().histogram;
+    DurationPoint p{.status = static_cast<int>(status), .count = m.sample_count, .sum = m.sample_sum};
+    std::uint64_t below = 0;
+    for (const auto& b : m.bucket) {  // cumulative, the last one +Inf
+      if (p.bucket_counts.size() < kDurationS.size()) p.bounds.push_back(b.upper_bound);
+      p.bucket_counts.push_back(b.cumulative_count - below);
+      below = b.cumulative_count;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double RequestMetrics::queue_depth() const {
+  auto* g = impl_->queue_depth_otel ? impl_->queue_depth_otel : impl_->queue_depth_legacy;
+  return g ? g->Value() : 0;
+}
+
 void RequestMetrics::set_queue_depth(double depth) {
   if (impl_->queue_depth_legacy) impl_->queue_depth_legacy->Set(depth);
   if (impl_->queue_depth_otel) impl_->queue_depth_otel->Set(depth);

@@ -35,6 +35,15 @@ struct RequestMetricsConfig {
 
 // Thread-safe. The series for a status code is created on its first use and cached, so recording
 // is a lock-free lookup plus prometheus-cpp's own increments.
+// kn.serving.invocation.duration for one status code, cumulative since start (what an OTLP push sends).
+struct DurationPoint {
+  int status = 0;
+  std::uint64_t count = 0;
+  double sum = 0;
+  std::vector<double> bounds;                 // upper bounds, seconds
+  std::vector<std::uint64_t> bucket_counts;  // one more than bounds (the last is +Inf); not cumulative
+};
+
 class RequestMetrics {
  public:
   explicit RequestMetrics(const RequestMetricsConfig& config);
@@ -44,6 +53,9 @@ class RequestMetrics {
   void record_app(int status, double latency_seconds);
   void set_queue_depth(double depth);
   std::string text() const;
+  // The 1.19 family's histograms (empty with legacy names only) and the queue depth gauge, now.
+  std::vector<DurationPoint> durations() const;
+  double queue_depth() const;
 
  private:
   struct Series;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,8 @@
 #include "proxy/h2/limits.h"
 
 namespace sluice::proxy {
+
+class RequestLogTemplate;
 
 using Seconds = std::chrono::seconds;
 using Millis = std::chrono::milliseconds;
@@ -51,12 +54,22 @@ struct ReadinessProbeConfig {
   Millis period{0};            // 0: poll aggressively (50 ms) for up to 10 s, as Knative's default
 };
 
+enum class TlsVersion { v1_2, v1_3 };
+
 // The TLS port (QUEUE_SERVING_TLS_PORT): off unless a certificate is configured.
 struct TlsConfig {
   std::string cert_file;  // PEM chain, leaf first
   std::string key_file;   // PEM private key
-  bool tls13_only = false;
+  TlsVersion min_version = TlsVersion::v1_3;  // queue-proxy's default (QUEUE_PROXY_TLS_MIN_VERSION)
+  TlsVersion max_version = TlsVersion::v1_3;
+  std::string tls12_ciphers;  // OpenSSL cipher list for TLS 1.2; empty: forward-secret AEAD suites
+  std::string groups;         // OpenSSL groups list (key exchange curves); empty: OpenSSL's default
   Millis reload_interval{Seconds(10)};  // how often the files are checked for a change; 0 = never
+};
+
+// .Revision in request-log templates: who this sidecar serves.
+struct RevisionInfo {
+  std::string name, namespace_name, service, configuration, pod_name, pod_ip;
 };
 
 struct ProxyConfig {
@@ -79,10 +92,15 @@ struct ProxyConfig {
   UpstreamProtocol upstream_protocol = UpstreamProtocol::http1;
   std::size_t container_concurrency = 0;  // 0 = no breaker
   std::size_t queue_depth = 0;            // waiting requests beyond the concurrency (Knative: 10x)
-  ReadinessProbeConfig readiness;
+  ReadinessProbeConfig readiness;  // the app's
+  // ENABLE_MULTI_CONTAINER_PROBES: the other containers' probes; ready only when every one passes too.
+  std::vector<ReadinessProbeConfig> sidecar_readiness;
   bool request_log = false;
   bool probe_request_log = false;  // SERVING_ENABLE_PROBE_REQUEST_LOG
   std::string pod_ip;  // serverIp in the request log
+  // SERVING_REQUEST_LOG_TEMPLATE / requestLogTemplate; null: Knative's default template's JSON shape.
+  std::shared_ptr<const RequestLogTemplate> request_log_template;
+  RevisionInfo revision;
   std::optional<TlsConfig> tls;  // with it, a second listener on tls_port terminates TLS
   std::uint16_t tls_port = 8112;
 };

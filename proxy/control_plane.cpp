@@ -84,8 +84,18 @@ asio::awaitable<ControlResponse> ControlPlane::serve_stats(const ControlRequest&
   if (req.target() != "/metrics") co_return not_found();
   if (wants_protobuf(req[http::field::accept]))
     co_return ControlResponse{.content_type = "application/protobuf", .body = stat_protobuf_};
-  co_return ControlResponse{.content_type = "text/plain; version=0.0.4; charset=utf-8",
-                            .body = exposition_.text()};
+  auto body = exposition_.text();
+  if (shared_.tracer) {  // what tracing export costs: spans sent, and dropped (queue full or export failed)
+    const auto& e = shared_.tracer->exporter();
+    body += "# HELP sluice_tracing_spans_exported_total Spans the collector accepted.\n"
+            "# TYPE sluice_tracing_spans_exported_total counter\n"
+            "sluice_tracing_spans_exported_total " + std::to_string(e.exported()) + "\n"
+            "# HELP sluice_tracing_spans_dropped_total Spans dropped: the export queue was full, or the export failed.\n"
+            "# TYPE sluice_tracing_spans_dropped_total counter\n"
+            "sluice_tracing_spans_dropped_total{reason=\"queue_full\"} " + std::to_string(e.dropped()) + "\n"
+            "sluice_tracing_spans_dropped_total{reason=\"export_failed\"} " + std::to_string(e.failed()) + "\n";
+  }
+  co_return ControlResponse{.content_type = "text/plain; version=0.0.4; charset=utf-8", .body = std::move(body)};
 }
 
 asio::awaitable<ControlResponse> ControlPlane::serve_user_metrics(const ControlRequest& req) {

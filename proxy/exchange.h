@@ -30,6 +30,8 @@ struct ExchangeRecord {
   std::string user_agent;
   std::string referer;
   std::string trace_id;  // X-B3-TraceId, as Knative's default request-log template prints it
+  std::string span_trace_id;  // the exported server span's trace id (hex), when tracing sampled it
+  Clock::time_point upstream_start{};  // when the app was first asked (the client span's start); zero: never
   std::string peer;      // ip:port of the client
   std::string_view protocol = "HTTP/1.1";
   int status = 0;

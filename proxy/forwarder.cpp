@@ -9,6 +9,7 @@
 #include "proxy/failure.h"
 #include "proxy/request_fields.h"
 #include "proxy/request_log.h"
+#include "proxy/telemetry/tracer.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy {
@@ -41,6 +42,8 @@ void begin_record(ExchangeRecord& r, const http::request_header<>& req, bool req
   r.request_bytes = r.response_bytes = 0;
   r.request_id.clear();
   r.trace_id.clear();
+  r.span_trace_id.clear();
+  r.upstream_start = {};
   if (!request_log) return;
   auto copy = [](std::string& to, std::string_view from) { to.assign(from.data(), from.size()); };
   copy(r.method, req.method_string());
@@ -282,6 +285,7 @@ asio::awaitable<void> Forwarding::run() {
   const bool idempotent = is_idempotent(req_.method());
   const tcp::endpoint* instance = lease ? &lease->endpoint : nullptr;
   upstream_start_ = Clock::now();
+  record_.upstream_start = upstream_start_;
 
   for (int attempt = 0;; ++attempt) {
     auto [oec, opened] = co_await w.connector->open(protocol, instance, !replayable || !idempotent || attempt > 0);
@@ -332,8 +336,8 @@ asio::awaitable<void> Forwarding::run() {
 
 }  // namespace
 
-void log_exchange(const WorkerContext& worker, const ExchangeRecord& record) {
-  if (worker.config.request_log) write_request_log(record, worker.config.pod_ip);
+void log_exchange(const WorkerContext& worker, const ExchangeRecord& record, const http::request_header<>* req) {
+  if (worker.config.request_log) write_request_log(record, req, worker.config);
 }
 
 asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
@@ -347,9 +351,12 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
     record.status = static_cast<int>(answer.status);
     co_await down.send_local(answer);
     co_await down.flushed();
-    if (config.probe_request_log) log_exchange(worker, record);
+    if (config.probe_request_log) log_exchange(worker, record, &req);
     co_return;
   }
+  // Tracing: the span begins where the exchange is counted and ends where its log line is written.
+  std::optional<telemetry::ExchangeSpan> span;
+  if (worker.shared.tracer) span = worker.shared.tracer->begin(req, record);
   {
     CountedExchange counted(worker, req, record);
     {
@@ -359,7 +366,8 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
     // The exchange counts until the client has the whole response (or is gone).
     co_await down.flushed();
   }
-  log_exchange(worker, record);
+  if (span) worker.shared.tracer->end(*span, req, record, Clock::now());
+  log_exchange(worker, record, &req);
 }
 
 }  // namespace sluice::proxy

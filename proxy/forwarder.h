@@ -34,7 +34,8 @@ class Connector {
 asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down);
 
 // Writes the request-log line of an exchange that ended before the forwarder saw it (a request the
-// codec could not parse), when the request log is on.
-void log_exchange(const WorkerContext& worker, const ExchangeRecord& record);
+// codec could not parse), when the request log is on. `req`: its head, when there is one.
+void log_exchange(const WorkerContext& worker, const ExchangeRecord& record,
+                  const http::request_header<>* req = nullptr);
 
 }  // namespace sluice::proxy

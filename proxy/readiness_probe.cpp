@@ -38,29 +38,41 @@ asio::awaitable<bool> probe_app(const ReadinessProbeConfig& c) {
   co_return status >= 200 && status < 400;
 }
 
-}  // namespace
-
-asio::awaitable<bool> UserReadiness::try_once(Millis timeout) const {
+asio::awaitable<bool> try_probe(const ReadinessProbeConfig& probe, Millis timeout) {
   using namespace asio::experimental::awaitable_operators;
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer timer(ex, timeout);
-  auto result = co_await (probe_app(config_) || timer.async_wait(use_nothrow));
+  auto result = co_await (probe_app(probe) || timer.async_wait(use_nothrow));
   co_return result.index() == 0 && std::get<0>(result);
 }
 
-asio::awaitable<bool> UserReadiness::run_check() const {
-  if (config_.period.count() > 0) co_return co_await try_once(config_.timeout);
+}  // namespace
+
+asio::awaitable<bool> UserReadiness::try_once(Millis timeout) const {
+  co_return co_await try_probe(config_, timeout);
+}
+
+// Aggressive probes share one 10 s budget (`give_up`), so several containers' probes take no longer than one.
+asio::awaitable<bool> UserReadiness::check_one(const ReadinessProbeConfig& probe, Clock::time_point give_up) {
+  if (probe.period.count() > 0) co_return co_await try_probe(probe, probe.timeout);
   auto ex = co_await asio::this_coro::executor;
-  auto give_up = Clock::now() + kAggressiveBudget;
   asio::steady_timer pause(ex);
   while (true) {
     auto started = Clock::now();
-    bool ready = co_await try_once(kAggressiveTryTimeout);
+    bool ready = co_await try_probe(probe, kAggressiveTryTimeout);
     if (ready) co_return true;
     if (Clock::now() + kAggressiveInterval >= give_up) co_return false;
     pause.expires_at(started + kAggressiveInterval);
     co_await pause.async_wait(use_nothrow);
   }
+}
+
+asio::awaitable<bool> UserReadiness::run_check() const {
+  const auto give_up = Clock::now() + kAggressiveBudget;
+  if (!co_await check_one(config_, give_up)) co_return false;
+  for (const auto& probe : sidecars_)
+    if (!co_await check_one(probe, give_up)) co_return false;
+  co_return true;
 }
 
 void UserReadiness::finish(bool ready) {

@@ -1,7 +1,8 @@
 // Readiness of the user container as queue-proxy checks it for kubelet and activator probes: a TCP
 // connect or an HTTP GET against the app, either polled aggressively (every 50 ms, 100 ms per try, for
 // up to 10 s: Knative's default `periodSeconds: 0`) or tried once. Concurrent checks from any worker
-// share the one in flight.
+// share the one in flight. With other containers' probes (ENABLE_MULTI_CONTAINER_PROBES) every probe
+// must pass, each against its own port and path.
 #pragma once
 
 #include <memory>
@@ -17,7 +18,8 @@ namespace sluice::proxy {
 
 class UserReadiness {
  public:
-  explicit UserReadiness(ReadinessProbeConfig config) : config_(std::move(config)) {}
+  explicit UserReadiness(ReadinessProbeConfig config, std::vector<ReadinessProbeConfig> sidecars = {})
+      : config_(std::move(config)), sidecars_(std::move(sidecars)) {}
 
   // Any worker; resumes on the caller's executor.
   asio::awaitable<bool> check();
@@ -25,14 +27,16 @@ class UserReadiness {
   // At shutdown, before the workers' io_contexts go: waiters hold timers of those contexts.
   void drop_waiters();
 
-  // One try against the app, bounded by `timeout`.
+  // One try against the app (its probe only), bounded by `timeout`.
   asio::awaitable<bool> try_once(Millis timeout) const;
 
  private:
   asio::awaitable<bool> run_check() const;
+  static asio::awaitable<bool> check_one(const ReadinessProbeConfig& probe, Clock::time_point give_up);
   void finish(bool ready);
 
   const ReadinessProbeConfig config_;
+  const std::vector<ReadinessProbeConfig> sidecars_;
   std::mutex mutex_;
   bool running_ = false;
   WaitQueue<bool> waiters_;  // for the verdict of the check in flight

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "proxy/request_log/template.h"
 
 namespace sluice::proxy {
 namespace {
@@ -46,16 +47,26 @@ void format_request_log(std::string& out, const ExchangeRecord& r, Clock::time_p
   out += ",\"protocol\":";
   append_json_string(out, r.protocol);
   out += "},\"traceId\":";
-  append_json_string(out, r.trace_id);
+  append_json_string(out, r.span_trace_id.empty() ? r.trace_id : r.span_trace_id);
   out += ",\"requestId\":";
   append_json_string(out, r.request_id);
   out += '}';
 }
 
-void write_request_log(const ExchangeRecord& r, std::string_view server_ip) {
+void write_request_log(const ExchangeRecord& r, const http::request_header<>* req, const ProxyConfig& config) {
   std::string line;
   line.reserve(512);
-  format_request_log(line, r, Clock::now(), server_ip);
+  const auto end = Clock::now();
+  if (!config.request_log_template) {
+    format_request_log(line, r, end, config.pod_ip);
+  } else {
+    // Knative's .TraceID: the exported span's (the record's, when tracing is on), else the client's.
+    std::string_view trace_id = r.span_trace_id;
+    if (trace_id.empty()) trace_id = req ? trace_id_of(*req) : std::string_view(r.trace_id);
+    config.request_log_template->render(line, RequestLogInput{.record = r, .request = req, .end = end,
+                                                              .revision = config.revision, .trace_id = trace_id});
+    if (!line.empty() && line.back() == '\n') line.pop_back();  // write_line ends the line (Knative adds one)
+  }
   log::write_line(line);
 }
 

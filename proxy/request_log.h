@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "proxy/config.h"
 #include "proxy/exchange.h"
 
 namespace sluice::proxy {
@@ -10,6 +11,8 @@ namespace sluice::proxy {
 // Appends the line (without newline) for `r`, finished at `end`, to `out`.
 void format_request_log(std::string& out, const ExchangeRecord& r, Clock::time_point end,
                         std::string_view server_ip);
-void write_request_log(const ExchangeRecord& r, std::string_view server_ip);
+// The line as `config` shapes it (its template, or the default shape), written to stdout. `req` is the
+// request's head, null when it could not be parsed.
+void write_request_log(const ExchangeRecord& r, const http::request_header<>* req, const ProxyConfig& config);
 
 }  // namespace sluice::proxy

@@ -11,6 +11,7 @@
 #include "proxy/config.h"
 #include "proxy/drain.h"
 #include "proxy/readiness_probe.h"
+#include "proxy/telemetry/tracer.h"
 #include "proxy/tls.h"
 
 namespace sluice::proxy {
@@ -21,7 +22,7 @@ struct SharedState {
         breaker(c.container_concurrency
                     ? std::make_unique<ConcurrencyBreaker>(c.container_concurrency, c.queue_depth)
                     : nullptr),
-        readiness(c.readiness),
+        readiness(c.readiness, c.sidecar_readiness),
         drainer(c.timeouts.drain_quiet_period),
         tls(c.tls ? std::make_unique<TlsContexts>(*c.tls) : nullptr) {}
 
@@ -31,6 +32,7 @@ struct SharedState {
   Drainer drainer;
   std::unique_ptr<metrics::RequestMetrics> request_metrics;  // null unless enabled
   std::shared_ptr<Backends> backends;
+  std::unique_ptr<telemetry::Tracer> tracer;  // null: no tracing (set by app/ before start)
   std::unique_ptr<TlsContexts> tls;  // null: no TLS port  // null: every exchange goes to the configured upstream
 };
 

@@ -68,8 +68,15 @@ std::shared_ptr<ssl::context> TlsContexts::load() const {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   auto* h = ctx->native_handle();
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_compression | ssl::context::single_dh_use);
-  SSL_CTX_set_min_proto_version(h, config_.tls13_only ? TLS1_3_VERSION : TLS1_2_VERSION);
-  SSL_CTX_set_cipher_list(h, kTls12Ciphers);
+  auto version = [](TlsVersion v) { return v == TlsVersion::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION; };
+  SSL_CTX_set_min_proto_version(h, version(config_.min_version));
+  SSL_CTX_set_max_proto_version(h, version(config_.max_version));
+  // The names were checked at start-up (app/tls_knobs): OpenSSL refusing them here is a bug, not input.
+  const std::string& ciphers = config_.tls12_ciphers.empty() ? std::string(kTls12Ciphers) : config_.tls12_ciphers;
+  if (SSL_CTX_set_cipher_list(h, ciphers.c_str()) != 1)
+    throw ConfigError("QUEUE_PROXY_TLS_CIPHER_SUITES: OpenSSL accepts none of " + ciphers);
+  if (!config_.groups.empty() && SSL_CTX_set1_groups_list(h, config_.groups.c_str()) != 1)
+    throw ConfigError("QUEUE_PROXY_TLS_CURVE_PREFERENCES: OpenSSL accepts none of " + config_.groups);
   SSL_CTX_set_options(h, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
   // Resumption: a server-side session cache and (OpenSSL's default) session tickets.
   SSL_CTX_set_session_cache_mode(h, SSL_SESS_CACHE_SERVER);

@@ -1,5 +1,5 @@
-// TLS termination: the server context (certificate and key from PEM files, TLS 1.2 minimum or 1.3 only,
-// forward-secret AEAD ciphers, session resumption, ALPN h2 / http/1.1), reloaded when the files change,
+// TLS termination: the server context (certificate and key from PEM files, TLS versions, ciphers and
+// curves as Knative's QUEUE_PROXY_TLS_* variables set them, session resumption, ALPN h2 / http/1.1), reloaded when the files change,
 // and the entry point for connections accepted on the TLS port.
 #pragma once
 

@@ -32,6 +32,8 @@ PACKAGES=(
   kubernetes-client
   # grpc_tools (the scaler tests' Python stubs) imports pkg_resources without depending on it.
   python3-grpcio python3-grpc-tools python3-pkg-resources
+  # tests/support/otlp_receiver.py (the OTLP test collector) decodes with protoc-made Python classes.
+  python3-protobuf
 )
 # The image test (tests/image/run.sh, run last by `test`): podman + runc build and run the image offline.
 IMAGE_PACKAGES=(podman runc mmdebstrap mount)

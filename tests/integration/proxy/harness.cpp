@@ -216,4 +216,17 @@ std::size_t count_of(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
+ReservedPort::ReservedPort() {
+  fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+}
+ReservedPort::~ReservedPort() { ::close(fd); }
+void ReservedPort::listen() { ::listen(fd, 16); }
+
 }  // namespace sluice::test

@@ -90,6 +90,17 @@ struct LoadUnderSigterm {
 LoadUnderSigterm load_then_sigterm(const Backend& backend, Sidecar& sidecar, std::vector<std::string> load_argv,
                                    long sigterm_after);
 
+// A loopback port that refuses connections until listen() is called on it.
+struct ReservedPort {
+  ReservedPort();
+  ~ReservedPort();
+  ReservedPort(const ReservedPort&) = delete;
+  ReservedPort& operator=(const ReservedPort&) = delete;
+  void listen();
+  int fd = -1;
+  int port = 0;
+};
+
 // Counts non-overlapping occurrences.
 std::size_t count_of(const std::string& haystack, const std::string& needle);
 

@@ -58,24 +58,6 @@ TEST(Probes, IngressProbeEchoesTheHashOrIs400WithoutIt) {
   EXPECT_EQ(status_line(bad), "HTTP/1.1 400 Bad Request");
 }
 
-// A port that refuses connections until listen() is called on it.
-struct ReservedPort {
-  ReservedPort() {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~ReservedPort() { ::close(fd); }
-  void listen() { ::listen(fd, 16); }
-  int fd;
-  int port;
-};
-
 TEST(Probes, AppNotListeningIs503WithAPeriodicProbe) {
   ReservedPort app;
   Sidecar sidecar{SidecarOptions{
@@ -111,6 +93,28 @@ TEST(Probes, HttpProbeSendsKubeletsAgentAndTheConfiguredHeaders) {
       .env = {{"SERVING_READINESS_PROBE", R"({"httpGet":{"path":"/status/500","port":)" +
                                               std::to_string(backend.port) + R"(},"periodSeconds":1})"}}}};
   EXPECT_EQ(status_line(http_get(failing.port, "/", kKubelet)), "HTTP/1.1 503 Service Unavailable");
+}
+
+TEST(Probes, MultiContainerProbesAllMustPassEachOnItsOwnPortAndPath) {
+  Backend backend;
+  ReservedPort other;  // a second container, not listening yet
+  auto probes = R"([{"httpGet":{"path":"/status/204","port":)" + std::to_string(backend.port) +
+                R"(},"periodSeconds":1},{"tcpSocket":{"port":)" + std::to_string(other.port) +
+                R"(},"periodSeconds":1},{"exec":{"command":["cat","/tmp/ready"]}}])";
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"ENABLE_MULTI_CONTAINER_PROBES", "true"}, {"SERVING_READINESS_PROBE", probes}}}};
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 503 Service Unavailable");
+  other.listen();
+  EXPECT_EQ(status_line(http_get(sidecar.port, "/", kKubelet)), "HTTP/1.1 200 OK");
+  EXPECT_EQ(count_of(sidecar.process->stdout_text(), "exec probes are run by the kubelet"), 1u);
+
+  // The app's own path failing is enough to fail, whatever the others say.
+  auto failing_app = R"([{"httpGet":{"path":"/status/500","port":)" + std::to_string(backend.port) +
+                     R"(},"periodSeconds":1},{"tcpSocket":{"port":)" + std::to_string(other.port) + R"(}}])";
+  Sidecar second{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"ENABLE_MULTI_CONTAINER_PROBES", "true"}, {"SERVING_READINESS_PROBE", failing_app}}}};
+  EXPECT_EQ(status_line(http_get(second.port, "/", kKubelet)), "HTTP/1.1 503 Service Unavailable");
 }
 
 TEST(Drain, SigtermFailsHealthChecksAtOnceButKeepsServing) {

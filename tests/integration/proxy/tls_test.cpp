@@ -120,15 +120,29 @@ TEST(Tls, ACertificateRotationIsPickedUpWithoutAFailedRequest) {
   EXPECT_NE(sidecar.process->stdout_text().find("TLS certificate reloaded"), std::string::npos);
 }
 
-TEST(Tls, Tls12IsTheMinimumSessionsResumeAnd13OnlyIsAKnob) {
+TEST(Tls, Tls13IsTheDefaultMinimumAsQueueProxys) {
   CertDir certs;
   certs.make(1005);
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = tls_env(certs)}};
+  EXPECT_NE(curl({"-k", "--tlsv1.2", "--tls-max", "1.2", url(sidecar, "/")}).exit_code, 0);
+  EXPECT_EQ(curl({"-k", "--tlsv1.3", url(sidecar, "/")}).out, "Hello from sluice-demo-app\n");
+  // The admin port stays plain HTTP (the kubelet's preStop hook calls it so).
+  EXPECT_EQ(http_get(sidecar.admin_port, "/nothing-here").rfind("HTTP/1.1 404", 0), 0u);
+}
+
+TEST(Tls, MinVersion12AllowsTls12AndSessionsResume) {
+  CertDir certs;
+  certs.make(1008);
+  Backend backend;
+  auto env = tls_env(certs);
+  env["QUEUE_PROXY_TLS_MIN_VERSION"] = "1.2";
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env}};
   auto old = run_command({"sh", "-c", "echo | openssl s_client -tls1_1 -connect 127.0.0.1:" +
                                           std::to_string(sidecar.tls_port) + " 2>&1"});
   EXPECT_NE(old.out.find("alert protocol version"), std::string::npos) << old.out;
   EXPECT_EQ(curl({"-k", "--tlsv1.2", "--tls-max", "1.2", url(sidecar, "/")}).exit_code, 0);
+  EXPECT_EQ(curl({"-k", "--tlsv1.3", url(sidecar, "/")}).exit_code, 0);
   // Session resumption: a second handshake with the first one's session is abbreviated.
   auto sess = (certs.path() / "session").string();
   auto s_client = "echo | openssl s_client -tls1_2 -connect 127.0.0.1:" + std::to_string(sidecar.tls_port);
@@ -136,12 +150,52 @@ TEST(Tls, Tls12IsTheMinimumSessionsResumeAnd13OnlyIsAKnob) {
   EXPECT_NE(first.out.find("\nNew, TLSv1.2"), std::string::npos) << first.out;
   auto again = run_command({"sh", "-c", s_client + " -sess_in " + sess + " 2>/dev/null"});
   EXPECT_NE(again.out.find("\nReused, TLSv1.2"), std::string::npos) << again.out;
+}
 
+// openssl s_client's account of one handshake with extra options.
+std::string handshake(const Sidecar& s, const std::string& options) {
+  return run_command({"sh", "-c", "echo | openssl s_client " + options + " -connect 127.0.0.1:" +
+                                      std::to_string(s.tls_port) + " 2>&1"}).out;
+}
+
+TEST(Tls, MaxVersionCipherSuitesAndCurvesFollowKnativesVariables) {
+  CertDir certs;
+  certs.make(1009);
+  Backend backend;
   auto env = tls_env(certs);
-  env["SLUICE_TLS_MIN_VERSION"] = "1.3";
-  Sidecar strict{SidecarOptions{.user_port = backend.port, .env = env}};
-  EXPECT_NE(curl({"-k", "--tlsv1.2", "--tls-max", "1.2", url(strict, "/")}).exit_code, 0);
-  EXPECT_EQ(curl({"-k", "--tlsv1.3", url(strict, "/")}).out, "Hello from sluice-demo-app\n");
+  env["QUEUE_PROXY_TLS_MIN_VERSION"] = "1.2";
+  env["QUEUE_PROXY_TLS_MAX_VERSION"] = "1.2";
+  env["QUEUE_PROXY_TLS_CIPHER_SUITES"] = "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256";
+  env["QUEUE_PROXY_TLS_CURVE_PREFERENCES"] = "CurveP384";
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env}};
+  EXPECT_NE(curl({"-k", "--tlsv1.3", url(sidecar, "/")}).exit_code, 0);  // above the maximum
+  auto chosen = handshake(sidecar, "-tls1_2");
+  EXPECT_NE(chosen.find("Cipher is ECDHE-RSA-CHACHA20-POLY1305"), std::string::npos) << chosen;
+  EXPECT_NE(chosen.find("Server Temp Key: ECDH, secp384r1"), std::string::npos) << chosen;
+  auto other_suite = handshake(sidecar, "-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256");
+  EXPECT_EQ(other_suite.find("Cipher is ECDHE-RSA-AES128-GCM-SHA256"), std::string::npos) << other_suite;
+  auto other_curve = handshake(sidecar, "-tls1_2 -groups X25519");
+  EXPECT_EQ(other_curve.find("Server Temp Key"), std::string::npos) << other_curve;
+}
+
+TEST(Tls, ABadTlsVariableStopsStartUpNamingIt) {
+  CertDir certs;
+  certs.make(1010);
+  for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"QUEUE_PROXY_TLS_MIN_VERSION", "1.0"},
+           {"QUEUE_PROXY_TLS_CIPHER_SUITES", "RC4"},
+           {"QUEUE_PROXY_TLS_CURVE_PREFERENCES", "brainpoolP256r1"}}) {
+    auto env = knative_env(8080);
+    env["SLUICE_TLS_CERT_FILE"] = certs.cert();
+    env["SLUICE_TLS_KEY_FILE"] = certs.key();
+    env[name] = value;
+    std::vector<std::string> argv = {"env"};
+    for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+    argv.insert(argv.end(), {SLUICE_BIN, "sidecar"});
+    auto r = run_command(argv, 10s);
+    EXPECT_EQ(r.exit_code, 2) << name;
+    EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+  }
 }
 
 TEST(Tls, AMissingOrMismatchedKeyStopsStartUpNamingTheFile) {

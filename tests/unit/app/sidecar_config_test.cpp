@@ -191,6 +191,54 @@ TEST(SidecarConfig, RequestMetricsFromEitherGenerationOfVariables) {
   EXPECT_NE(error_of(env).find("SLUICE_METRIC_NAMES"), std::string::npos);
 }
 
+TEST(SidecarConfig, TlsKnobsAreKnativesWithTls13AsTheDefaultMinimum) {
+  auto env = kRequired;
+  env["SLUICE_TLS_CERT_FILE"] = "/tmp/absent.crt";
+  env["SLUICE_TLS_KEY_FILE"] = "/tmp/absent.key";
+  // Knative injects every variable, empty unless config-deployment sets queue-sidecar-tls-*.
+  for (const char* v : {"QUEUE_PROXY_TLS_MIN_VERSION", "QUEUE_PROXY_TLS_MAX_VERSION", "QUEUE_PROXY_TLS_CIPHER_SUITES",
+                        "QUEUE_PROXY_TLS_CURVE_PREFERENCES"})
+    env[v] = "";
+  auto c = parse_sidecar_config(env_of(env), {});
+  ASSERT_TRUE(c.proxy.tls);
+  EXPECT_EQ(c.proxy.tls->min_version, proxy::TlsVersion::v1_3);
+  EXPECT_EQ(c.proxy.tls->max_version, proxy::TlsVersion::v1_3);
+  EXPECT_EQ(c.proxy.tls->tls12_ciphers, "");
+  EXPECT_EQ(c.proxy.tls->groups, "");
+
+  env["QUEUE_PROXY_TLS_MIN_VERSION"] = "1.2";
+  env["QUEUE_PROXY_TLS_MAX_VERSION"] = "1.2";
+  env["QUEUE_PROXY_TLS_CIPHER_SUITES"] =
+      "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256";
+  env["QUEUE_PROXY_TLS_CURVE_PREFERENCES"] = "X25519,CurveP256,P-384";
+  c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.proxy.tls->min_version, proxy::TlsVersion::v1_2);
+  EXPECT_EQ(c.proxy.tls->max_version, proxy::TlsVersion::v1_2);
+  // TLS 1.3 suites are accepted and configure nothing, as in Go.
+  EXPECT_EQ(c.proxy.tls->tls12_ciphers, "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305");
+  EXPECT_EQ(c.proxy.tls->groups, "X25519:P-256:P-384");
+
+  env.erase("QUEUE_PROXY_TLS_MIN_VERSION");
+  env["SLUICE_TLS_MIN_VERSION"] = "1.2";  // the older name still works when Knative's is absent
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.tls->min_version, proxy::TlsVersion::v1_2);
+}
+
+TEST(SidecarConfig, BadTlsKnobsNameTheVariableEvenWithTheTlsPortOff) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"QUEUE_PROXY_TLS_MIN_VERSION", "1.1"},
+      {"QUEUE_PROXY_TLS_MAX_VERSION", "TLS13"},
+      {"QUEUE_PROXY_TLS_MAX_VERSION", "1.2"},  // below the default minimum 1.3
+      {"QUEUE_PROXY_TLS_CIPHER_SUITES", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,ECDHE-RSA-AES128-GCM-SHA256"},
+      {"QUEUE_PROXY_TLS_CURVE_PREFERENCES", "secp256k1"},
+  };
+  for (const auto& [name, value] : bad) {
+    auto env = kRequired;
+    env[name] = value;
+    auto err = error_of(env);
+    EXPECT_NE(err.find(name), std::string::npos) << name << "=" << value << " gave: " << err;
+  }
+}
+
 TEST(ReadinessProbe, DefaultIsAggressiveTcpToTheUserPort) {
   auto p = parse_readiness_probe("", 8080);
   EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::tcp_connect);
@@ -224,6 +272,30 @@ TEST(ReadinessProbe, ArrayTakesTheFirstContainersProbe) {
   auto p = parse_readiness_probe(R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}}])", 1);
   EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::http_get);
   EXPECT_EQ(p.path, "/a");
+}
+
+TEST(ReadinessProbe, MultiContainerProbesAreAllCheckedAndExecIsLeftOut) {
+  auto env = kRequired;
+  env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
+  env["SERVING_READINESS_PROBE"] =
+      R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}},{"exec":{"command":["true"]}},)"
+      R"({"httpGet":{"port":9001,"path":"/b"},"periodSeconds":2}])";
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.proxy.readiness.path, "/a");
+  ASSERT_EQ(c.proxy.sidecar_readiness.size(), 2u);
+  EXPECT_EQ(c.proxy.sidecar_readiness[0].kind, proxy::ReadinessProbeConfig::Kind::tcp_connect);
+  EXPECT_EQ(c.proxy.sidecar_readiness[0].port, 9000);
+  EXPECT_EQ(c.proxy.sidecar_readiness[1].port, 9001);
+  EXPECT_EQ(c.proxy.sidecar_readiness[1].path, "/b");
+  EXPECT_EQ(c.proxy.sidecar_readiness[1].period.count(), 2000);
+
+  env["ENABLE_MULTI_CONTAINER_PROBES"] = "false";  // the app's probe only, as before
+  EXPECT_TRUE(parse_sidecar_config(env_of(env), {}).proxy.sidecar_readiness.empty());
+  env["ENABLE_MULTI_CONTAINER_PROBES"] = "yes";
+  EXPECT_NE(error_of(env).find("ENABLE_MULTI_CONTAINER_PROBES"), std::string::npos);
+  env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
+  env["SERVING_READINESS_PROBE"] = R"([{"tcpSocket":{"port":8080}},{"tcpSocket":{"port":"metrics"}}])";
+  EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos);
 }
 
 TEST(ReadinessProbe, BadProbesNameTheVariable) {

@@ -1,11 +1,11 @@
 // Listening sockets; see listen.h.
-#include "proxy/listen.h"
+#include "common/listen.h"
 
 #include <sys/socket.h>
 
 #include <system_error>
 
-namespace sluice::proxy {
+namespace sluice::net {
 namespace {
 
 using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
@@ -58,4 +58,4 @@ void claim_port(const tcp::endpoint& ep, const std::string& listener) {
   }
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::net

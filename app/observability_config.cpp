@@ -1,0 +1,254 @@
+// Observability settings; see observability_config.h. Validation follows knative.dev/pkg/observability
+// (tracing and metrics Config.Validate) and serving's pkg/observability (a template must parse).
+#include "app/observability_config.h"
+
+#include <boost/json.hpp>
+
+#include "common/config_error.h"
+
+namespace sluice::app {
+namespace {
+
+using proxy::telemetry::ExportProtocol;
+
+[[noreturn]] void bad(const std::string& what) { throw ConfigError("OBSERVABILITY_CONFIG: " + what); }
+
+const boost::json::object* object_at(const boost::json::object& o, const char* key) {
+  auto* p = o.if_contains(key);
+  if (!p || p->is_null()) return nullptr;
+  if (!p->is_object()) bad(std::string(key) + " must be an object");
+  return &p->as_object();
+}
+
+std::string string_at(const boost::json::object& o, const char* key, const std::string& where) {
+  auto* p = o.if_contains(key);
+  if (!p || p->is_null()) return {};
+  if (!p->is_string()) bad(where + key + " must be a string");
+  return std::string(p->as_string());
+}
+
+double number_at(const boost::json::object& o, const char* key, const std::string& where, double fallback) {
+  auto* p = o.if_contains(key);
+  if (!p || p->is_null()) return fallback;
+  if (p->is_double()) return p->as_double();
+  if (p->is_int64()) return static_cast<double>(p->as_int64());
+  if (p->is_uint64()) return static_cast<double>(p->as_uint64());
+  bad(where + key + " must be a number");
+}
+
+void flag_at(const boost::json::object& o, const char* key, bool& out) {
+  if (auto* p = o.if_contains(key); p && !p->is_null()) {
+    if (!p->is_bool()) bad(std::string(key) + " must be true or false");
+    out = p->as_bool();
+  }
+}
+
+void parse_tracing(const boost::json::object& t, ObservabilitySettings& s) {
+  auto protocol = string_at(t, "protocol", "tracing.");
+  auto endpoint = string_at(t, "endpoint", "tracing.");
+  auto& c = s.tracing;
+  c.sampling_rate = number_at(t, "samplingRate", "tracing.", 0);
+  if (protocol == "grpc" || protocol == "http/protobuf") {
+    if (endpoint.empty()) bad("tracing.endpoint should be set for protocol \"" + protocol + "\"");
+    c.protocol = protocol == "grpc" ? ExportProtocol::otlp_grpc : ExportProtocol::otlp_http;
+    c.endpoint = parse_endpoint("OBSERVABILITY_CONFIG: tracing.endpoint", endpoint, "/v1/traces");
+    if (c.endpoint.tls) {
+      s.not_acted_on.push_back("OBSERVABILITY_CONFIG tracing.endpoint=" + endpoint +
+                               " (TLS to the collector is not supported: use http://; no spans are exported)");
+      c.protocol = ExportProtocol::none;
+    }
+  } else if (protocol.empty() || protocol == "none" || protocol == "stdout") {
+    if (!endpoint.empty()) bad("tracing.endpoint should not be set when protocol is \"" + protocol + "\"");
+    if (protocol == "stdout") s.not_acted_on.push_back("OBSERVABILITY_CONFIG tracing.protocol=stdout");
+  } else {
+    bad("tracing.protocol: unsupported protocol \"" + protocol + "\" (expected grpc, http/protobuf, stdout or none)");
+  }
+  if (c.sampling_rate < 0 || c.sampling_rate > 1)
+    bad("tracing.samplingRate " + std::to_string(c.sampling_rate) + " should be from 0 to 1");
+}
+
+void parse_request_metrics(const boost::json::object& m, ObservabilitySettings& s) {
+  auto protocol = string_at(m, "protocol", "requestMetrics.");
+  auto endpoint = string_at(m, "endpoint", "requestMetrics.");
+  auto& c = s.metrics_push;
+  // time.Duration marshals as nanoseconds.
+  double ns = number_at(m, "exportInterval", "requestMetrics.", 0);
+  if (ns < 0) bad("requestMetrics.exportInterval should be greater than zero");
+  if (ns > 0) c.interval = std::chrono::milliseconds(std::max<std::int64_t>(1, static_cast<std::int64_t>(ns / 1e6)));
+  s.prometheus_metrics = protocol == "prometheus";
+  if (protocol == "grpc" || protocol == "http/protobuf") {
+    if (endpoint.empty()) bad("requestMetrics.endpoint should be set when protocol is \"" + protocol + "\"");
+    c.protocol = protocol == "grpc" ? ExportProtocol::otlp_grpc : ExportProtocol::otlp_http;
+    c.endpoint = parse_endpoint("OBSERVABILITY_CONFIG: requestMetrics.endpoint", endpoint, "/v1/metrics");
+    if (c.endpoint.tls) {
+      s.not_acted_on.push_back("OBSERVABILITY_CONFIG requestMetrics.endpoint=" + endpoint +
+                               " (TLS to the collector is not supported: use http://; no metrics are pushed)");
+      c.protocol = ExportProtocol::none;
+    }
+  } else if (protocol == "prometheus") {
+    if (!endpoint.empty() && endpoint != ":9091")
+      s.not_acted_on.push_back("OBSERVABILITY_CONFIG requestMetrics.endpoint (the port is SLUICE_USER_METRICS_PORT)");
+  } else if (protocol.empty() || protocol == "none") {
+    if (!endpoint.empty()) bad("requestMetrics.endpoint should not be set when protocol is \"none\"");
+  } else {
+    bad("requestMetrics.protocol: unsupported protocol \"" + protocol +
+        "\" (expected grpc, http/protobuf, prometheus or none)");
+  }
+}
+
+void parse_new_style(const std::string& json, ObservabilitySettings& s) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(json, ec);
+  if (ec || !v.is_object()) bad("not a JSON object (" + ec.message() + ")");
+  const auto& o = v.as_object();
+  flag_at(o, "enableRequestLog", s.request_log);
+  flag_at(o, "enableProbeRequestLog", s.probe_request_log);
+  if (auto t = string_at(o, "requestLogTemplate", ""); !t.empty()) {
+    s.request_log_template = t;
+    s.template_source = "OBSERVABILITY_CONFIG requestLogTemplate";
+  }
+  if (auto* t = object_at(o, "tracing")) parse_tracing(*t, s);
+  if (auto* m = object_at(o, "requestMetrics")) parse_request_metrics(*m, s);
+  if (auto* m = object_at(o, "metrics")) {  // queue-proxy's own Go runtime and HTTP metrics
+    auto p = string_at(*m, "protocol", "metrics.");
+    if (!p.empty() && p != "none") s.not_acted_on.push_back("OBSERVABILITY_CONFIG metrics.protocol=" + p);
+  }
+  if (auto* r = object_at(o, "runtime")) {
+    auto p = string_at(*r, "profiling", "runtime.");
+    if (p == "enabled") s.not_acted_on.push_back("OBSERVABILITY_CONFIG runtime.profiling=enabled");
+  }
+}
+
+void parse_old_style(const Options& o, ObservabilitySettings& s) {
+  s.request_log = o.get_bool("SERVING_ENABLE_REQUEST_LOG", false);
+  s.probe_request_log = o.get_bool("SERVING_ENABLE_PROBE_REQUEST_LOG", false);
+  if (auto t = o.get_string("SERVING_REQUEST_LOG_TEMPLATE"); !t.empty()) {
+    s.request_log_template = t;
+    s.template_source = "SERVING_REQUEST_LOG_TEMPLATE";
+  }
+  auto backend = o.get_string("SERVING_REQUEST_METRICS_BACKEND");
+  s.prometheus_metrics = backend == "prometheus";
+  if (!backend.empty() && backend != "prometheus" && backend != "none")
+    s.not_acted_on.push_back("SERVING_REQUEST_METRICS_BACKEND=" + backend);
+  for (const char* v : {"SERVING_REQUEST_METRICS_REPORTING_PERIOD_SECONDS", "METRICS_COLLECTOR_ADDRESS"})
+    if (!o.get_string(v).empty()) s.not_acted_on.push_back(v);
+  if (o.get_bool("ENABLE_PROFILING", false)) s.not_acted_on.push_back("ENABLE_PROFILING");
+
+  auto& c = s.tracing;
+  auto tracing = o.get_string("TRACING_CONFIG_BACKEND", "none");
+  if (tracing == "zipkin") {
+    auto endpoint = o.get_string("TRACING_CONFIG_ZIPKIN_ENDPOINT");
+    if (endpoint.empty()) throw ConfigError("TRACING_CONFIG_ZIPKIN_ENDPOINT: required with TRACING_CONFIG_BACKEND=zipkin");
+    c.protocol = ExportProtocol::zipkin;
+    c.endpoint = parse_endpoint("TRACING_CONFIG_ZIPKIN_ENDPOINT", endpoint, "/api/v2/spans");
+    if (c.endpoint.tls) {
+      s.not_acted_on.push_back("TRACING_CONFIG_ZIPKIN_ENDPOINT=" + endpoint + " (TLS is not supported: use http://)");
+      c.protocol = ExportProtocol::none;
+    }
+  } else if (tracing != "none" && !tracing.empty()) {
+    s.not_acted_on.push_back("TRACING_CONFIG_BACKEND=" + tracing);
+  }
+  auto rate = o.get_string("TRACING_CONFIG_SAMPLE_RATE", "0.1");  // knative.dev/pkg's default
+  try {
+    std::size_t used = 0;
+    c.sampling_rate = rate.empty() ? 0.1 : std::stod(rate, &used);
+    if (!rate.empty() && used != rate.size()) throw std::invalid_argument(rate);
+  } catch (const std::exception&) {
+    throw ConfigError("TRACING_CONFIG_SAMPLE_RATE=\"" + rate + "\": expected a number from 0 to 1");
+  }
+  if (c.sampling_rate < 0 || c.sampling_rate > 1)
+    throw ConfigError("TRACING_CONFIG_SAMPLE_RATE=\"" + rate + "\": expected a number from 0 to 1");
+  if (o.get_bool("TRACING_CONFIG_DEBUG", false)) c.sampling_rate = 1;  // debug: sample everything
+}
+
+}  // namespace
+
+std::vector<OptionSpec> observability_options() {
+  return {
+      {"OBSERVABILITY_CONFIG", "observability-config", false,
+       "Knative >= 1.19 JSON: tracing, requestMetrics, enableRequestLog, requestLogTemplate, enableProbeRequestLog"},
+      {"SERVING_ENABLE_REQUEST_LOG", "serving-enable-request-log", false, "request log on stdout"},
+      {"SERVING_REQUEST_LOG_TEMPLATE", "serving-request-log-template", false,
+       "Go text/template of a request-log line (default: Knative's default template's JSON)"},
+      {"SERVING_ENABLE_PROBE_REQUEST_LOG", "serving-enable-probe-request-log", false, "log health checks too"},
+      {"SERVING_REQUEST_METRICS_BACKEND", "serving-request-metrics-backend", false,
+       "prometheus: serve request metrics on the user-metrics port"},
+      {"SERVING_REQUEST_METRICS_REPORTING_PERIOD_SECONDS", "serving-request-metrics-reporting-period-seconds", false,
+       "accepted, not used (Prometheus is scraped)"},
+      {"METRICS_COLLECTOR_ADDRESS", "metrics-collector-address", false, "accepted, not used (OpenCensus)"},
+      {"ENABLE_PROFILING", "enable-profiling", false, "accepted, not used (Go's pprof)"},
+      {"TRACING_CONFIG_BACKEND", "tracing-config-backend", false, "zipkin: export spans as Zipkin v2 JSON; none"},
+      {"TRACING_CONFIG_ZIPKIN_ENDPOINT", "tracing-config-zipkin-endpoint", false,
+       "Zipkin's span endpoint, e.g. http://zipkin:9411/api/v2/spans"},
+      {"TRACING_CONFIG_SAMPLE_RATE", "tracing-config-sample-rate", false, "0 to 1 (default 0.1)"},
+      {"TRACING_CONFIG_DEBUG", "tracing-config-debug", false, "true: sample every request"},
+      {"OTEL_SERVICE_NAME", "otel-service-name", false,
+       "service.name of spans and metrics (default SERVING_SERVICE, else configuration, revision, pod)"},
+      {"SLUICE_TRACING_QUEUE_SPANS", "tracing-queue-spans", false,
+       "spans waiting for export (default 2048); beyond, dropped and counted"},
+  };
+}
+
+proxy::telemetry::Endpoint parse_endpoint(const std::string& what, const std::string& text,
+                                          const std::string& default_path) {
+  proxy::telemetry::Endpoint e;
+  std::string_view rest = text;
+  if (rest.starts_with("http://")) {
+    rest.remove_prefix(7);
+  } else if (rest.starts_with("https://")) {
+    rest.remove_prefix(8);
+    e.tls = true;
+  } else if (rest.find("://") != std::string_view::npos) {
+    throw ConfigError(what + "=\"" + text + "\": expected an http:// or https:// URL, or host:port");
+  } else {
+    e.tls = true;  // as Knative (knative.dev/pkg tracing.endpointFor): no scheme means https
+  }
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  e.path = slash == std::string_view::npos ? default_path : std::string(rest.substr(slash));
+  if (e.path == "/") e.path = default_path;
+  std::string_view host = authority, port;
+  if (authority.starts_with("[")) {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) throw ConfigError(what + "=\"" + text + "\": unclosed [ in the host");
+    host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size() && authority[close + 1] == ':') port = authority.substr(close + 2);
+  } else if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  if (host.empty()) throw ConfigError(what + "=\"" + text + "\": no host");
+  e.host = std::string(host);
+  e.port = e.tls ? 443 : 80;
+  if (!port.empty()) {
+    int p = 0;
+    for (char ch : port) {
+      if (ch < '0' || ch > '9' || p > 65535) throw ConfigError(what + "=\"" + text + "\": bad port");
+      p = p * 10 + (ch - '0');
+    }
+    if (p < 1 || p > 65535) throw ConfigError(what + "=\"" + text + "\": bad port");
+    e.port = static_cast<std::uint16_t>(p);
+  }
+  return e;
+}
+
+ObservabilitySettings parse_observability(const Options& o) {
+  ObservabilitySettings s;
+  if (auto json = o.get("OBSERVABILITY_CONFIG"); json && !json->empty()) {
+    s.new_style = true;
+    parse_new_style(*json, s);
+    // Knative >= 1.19 injects none of these; set beside OBSERVABILITY_CONFIG, they are superseded by it.
+    for (const char* v : {"SERVING_ENABLE_REQUEST_LOG", "SERVING_REQUEST_LOG_TEMPLATE", "SERVING_ENABLE_PROBE_REQUEST_LOG",
+                          "SERVING_REQUEST_METRICS_BACKEND", "SERVING_REQUEST_METRICS_REPORTING_PERIOD_SECONDS",
+                          "METRICS_COLLECTOR_ADDRESS", "ENABLE_PROFILING", "TRACING_CONFIG_BACKEND",
+                          "TRACING_CONFIG_ZIPKIN_ENDPOINT", "TRACING_CONFIG_SAMPLE_RATE", "TRACING_CONFIG_DEBUG"})
+      if (!o.get_string(v).empty()) s.not_acted_on.push_back(std::string(v) + " (superseded by OBSERVABILITY_CONFIG)");
+  } else {
+    parse_old_style(o, s);
+  }
+  s.tracing.queue_spans =
+      static_cast<std::size_t>(o.get_int("SLUICE_TRACING_QUEUE_SPANS", 2048, 1, 1'000'000));
+  return s;
+}
+
+}  // namespace sluice::app

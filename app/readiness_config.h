@@ -1,0 +1,24 @@
+// SERVING_READINESS_PROBE (with ENABLE_MULTI_CONTAINER_PROBES, one probe per container): what the sidecar
+// checks before it answers a health check with 200.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "proxy/config.h"
+
+namespace sluice::app {
+
+// A Kubernetes probe as JSON (tcpSocket or httpGet; an array takes its first element). Empty: TCP connect
+// to the user port, polled aggressively. Throws ConfigError naming the variable.
+proxy::ReadinessProbeConfig parse_readiness_probe(std::string_view json, std::uint16_t user_port);
+
+// `multi` (ENABLE_MULTI_CONTAINER_PROBES=true): a JSON array, the app's probe first and then one per
+// sidecar container that declares one; all must pass. Exec probes are the kubelet's and are left out
+// (logged once), a gRPC probe is checked by TCP connect to its port. Without `multi`, one probe as above.
+// Never empty: with nothing to check, the default probe.
+std::vector<proxy::ReadinessProbeConfig> parse_readiness_probes(std::string_view json, std::uint16_t user_port,
+                                                                bool multi);
+
+}  // namespace sluice::app

@@ -1,0 +1,14 @@
+// A gRPC unary call over h2c, framed by hand: the request as one length-prefixed message on a stream of
+// a kept-alive nghttp2 client session; success is grpc-status 0 in the trailers.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "proxy/telemetry/transport.h"
+
+namespace sluice::proxy::telemetry {
+
+std::unique_ptr<ExportTransport> make_grpc_transport(const Endpoint& endpoint, std::string path);
+
+}  // namespace sluice::proxy::telemetry

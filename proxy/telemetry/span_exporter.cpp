@@ -1,0 +1,72 @@
+// SpanExporter; see span_exporter.h.
+#include "proxy/telemetry/span_exporter.h"
+
+#include "common/log.h"
+#include "proxy/telemetry/span_encoding.h"
+
+namespace sluice::proxy::telemetry {
+
+SpanExporter::SpanExporter(TracingConfig config)
+    : config_(std::move(config)),
+      transport_(make_transport(config_.protocol, config_.endpoint,
+                                "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                config_.protocol == ExportProtocol::zipkin ? "application/json"
+                                                                           : "application/x-protobuf")),
+      thread_([this](std::stop_token stop) { run(stop); }) {}
+
+SpanExporter::~SpanExporter() {
+  thread_.request_stop();
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool SpanExporter::enqueue(FinishedSpan span) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queue_.size() >= config_.queue_spans) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    queue_.push_back(std::move(span));
+    if (queue_.size() < config_.batch_spans) return true;
+  }
+  wake_.notify_one();  // a full batch goes at once
+  return true;
+}
+
+void SpanExporter::run(std::stop_token stop) {
+  std::vector<FinishedSpan> batch;
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, stop, config_.batch_delay, [&] { return queue_.size() >= config_.batch_spans; });
+      const auto n = std::min(queue_.size(), config_.batch_spans);
+      batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + static_cast<long>(n)));
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(n));
+    }
+    if (!batch.empty()) export_batch(batch);
+    batch.clear();
+    if (stop.stop_requested()) {
+      std::lock_guard lock(mutex_);
+      if (queue_.empty()) return;  // else one more round flushes the rest
+    }
+  }
+}
+
+void SpanExporter::export_batch(std::vector<FinishedSpan>& batch) {
+  auto body = config_.protocol == ExportProtocol::zipkin ? encode_zipkin(batch, config_.service_name)
+                                                         : encode_otlp_traces(batch, config_.resource);
+  std::string error;
+  if (transport_->send(body, ExportClock::now() + config_.export_timeout, error)) {
+    exported_.fetch_add(batch.size(), std::memory_order_relaxed);
+    return;
+  }
+  // Once per failure streak, so a collector that is down does not flood the log.
+  if (failed_.fetch_add(batch.size(), std::memory_order_relaxed) == 0 || error != last_error_) {
+    log::warn("span export failed; spans dropped").kv("endpoint", config_.endpoint.text()).kv("error", error)
+        .kv("spans", static_cast<std::uint64_t>(batch.size()));
+    last_error_ = error;
+  }
+}
+
+}  // namespace sluice::proxy::telemetry

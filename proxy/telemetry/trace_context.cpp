@@ -1,0 +1,125 @@
+// Trace context parsing and sampling; see trace_context.h.
+#include "proxy/telemetry/trace_context.h"
+
+#include <random>
+
+namespace sluice::proxy::telemetry {
+namespace {
+
+int nibble(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Exactly 2*N hex digits (B3 allows a 64-bit trace id: then the high half is zero).
+template <std::size_t N>
+bool parse_hex(std::string_view s, std::array<std::uint8_t, N>& out) {
+  out.fill(0);
+  if (s.size() > 2 * N || s.size() % 2 != 0 || s.empty()) return false;
+  const std::size_t offset = N - s.size() / 2;
+  for (std::size_t i = 0; i < s.size() / 2; ++i) {
+    int hi = nibble(s[2 * i]), lo = nibble(s[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[offset + i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  }
+  for (auto b : out)
+    if (b != 0) return true;
+  return false;  // all zeroes is invalid
+}
+
+std::string_view field(const http::request_header<>& req, std::string_view name) {
+  auto it = req.find(name);
+  return it == req.end() ? std::string_view{} : std::string_view(it->value());
+}
+
+std::mt19937_64& generator() {
+  thread_local std::mt19937_64 g{[] {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }()};
+  return g;
+}
+
+template <std::size_t N>
+std::array<std::uint8_t, N> random_id() {
+  std::array<std::uint8_t, N> id{};
+  do {
+    for (std::size_t i = 0; i < N; i += 8) {
+      auto r = generator()();
+      for (std::size_t j = 0; j < 8 && i + j < N; ++j) id[i + j] = static_cast<std::uint8_t>(r >> (8 * j));
+    }
+  } while (id == std::array<std::uint8_t, N>{});
+  return id;
+}
+
+}  // namespace
+
+std::optional<TraceContext> parse_traceparent(std::string_view v) {
+  // version "-" trace-id "-" parent-id "-" flags; version ff is invalid, 00 must be exactly 55 chars.
+  if (v.size() < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-') return std::nullopt;
+  if (v.substr(0, 2) == "ff" || nibble(v[0]) < 0 || nibble(v[1]) < 0) return std::nullopt;
+  if (v.substr(0, 2) == "00" && v.size() != 55) return std::nullopt;
+  if (v.size() > 55 && v[55] != '-') return std::nullopt;
+  TraceContext c;
+  if (!parse_hex(v.substr(3, 32), c.trace_id) || !parse_hex(v.substr(36, 16), c.parent_span_id)) return std::nullopt;
+  int hi = nibble(v[53]), lo = nibble(v[54]);
+  if (hi < 0 || lo < 0) return std::nullopt;
+  c.sampled = (lo & 1) != 0;
+  return c;
+}
+
+std::optional<TraceContext> parse_b3(std::string_view v) {
+  // {TraceId}-{SpanId}[-{SamplingState}[-{ParentSpanId}]]
+  auto a = v.find('-');
+  if (a == std::string_view::npos) return std::nullopt;
+  auto b = v.find('-', a + 1);
+  TraceContext c;
+  if (!parse_hex(v.substr(0, a), c.trace_id)) return std::nullopt;
+  if (!parse_hex(v.substr(a + 1, b == std::string_view::npos ? std::string_view::npos : b - a - 1), c.parent_span_id))
+    return std::nullopt;
+  auto state = b == std::string_view::npos ? std::string_view{} : v.substr(b + 1, 1);
+  c.sampled = state == "1" || state == "d";
+  return c;
+}
+
+std::optional<TraceContext> extract_parent(const http::request_header<>& req) {
+  if (auto tp = field(req, "traceparent"); !tp.empty()) {
+    if (auto c = parse_traceparent(tp)) {
+      c->trace_state = std::string(field(req, "tracestate"));
+      return c;
+    }
+  }
+  if (auto single = field(req, "b3"); !single.empty()) return parse_b3(single);
+  auto trace = field(req, "x-b3-traceid"), span = field(req, "x-b3-spanid");
+  if (trace.empty() || span.empty()) return std::nullopt;
+  TraceContext c;
+  if (!parse_hex(trace, c.trace_id) || !parse_hex(span, c.parent_span_id)) return std::nullopt;
+  auto sampled = field(req, "x-b3-sampled");
+  c.sampled = sampled == "1" || sampled == "true" || field(req, "x-b3-flags") == "1";
+  return c;
+}
+
+TraceId new_trace_id() { return random_id<16>(); }
+SpanId new_span_id() { return random_id<8>(); }
+
+bool ratio_samples(const TraceId& id, double rate) {
+  std::uint64_t x = 0;
+  for (std::size_t i = 8; i < 16; ++i) x = x << 8 | id[i];
+  const auto bound = static_cast<std::uint64_t>(rate * 9223372036854775808.0);  // rate * 2^63
+  return (x >> 1) < bound;
+}
+
+bool should_sample(double rate, const std::optional<TraceContext>& parent, const TraceId& trace_id) {
+  if (rate >= 1) return true;
+  if (rate <= 0) return false;
+  if (parent) return parent->sampled;
+  return ratio_samples(trace_id, rate);
+}
+
+std::string format_traceparent(const TraceId& trace, const SpanId& span, bool sampled) {
+  return "00-" + hex(trace) + "-" + hex(span) + (sampled ? "-01" : "-00");
+}
+
+}  // namespace sluice::proxy::telemetry
