@@ -261,12 +261,13 @@ bool stuck_on_chunk_line(std::string_view data) {
   if (data.starts_with("\r\n")) data.remove_prefix(2);
   auto eol = data.find("\r\n");
   if (eol == std::string_view::npos) return false;  // the line is still arriving
-  // The last chunk legitimately waits for its trailer section; any other chunk line is whole.
+  // Any chunk line but the last is whole here; the last chunk waits for its trailer section, and once
+  // that has ended (CRLF CRLF) nothing more can help either.
   for (char c : data.substr(0, eol)) {
     if (!is_hex(c)) break;
     if (c != '0') return true;
   }
-  return false;
+  return data.find("\r\n\r\n") != std::string_view::npos;
 }
 
 error_code check_response_fields(const http::response_header<>& res) { return check_framing(res, res.version()); }

@@ -130,7 +130,8 @@ asio::awaitable<error_code> read_strict_head(Stream& stream, beast::flat_buffer&
 // Whether Beast's parser, having answered need_more with `data` in hand, is stuck on a chunk line that
 // has arrived whole: Beast scans a chunk extension's quoted-string past the line's end, so an
 // unterminated quote would make it wait for ever (and buffer without bound). `data` starts where the
-// parser stopped: the chunk header, after the CRLF that ended the previous chunk's data.
+// parser stopped: the chunk header, after the CRLF that ended the previous chunk's data. (Only asked
+// when the parser wants more bytes: a line it could parse never gets here.)
 bool stuck_on_chunk_line(std::string_view data);
 
 // Reads and parses more of a body, as Beast's http::async_read_some does (returns once the parser

@@ -109,6 +109,7 @@ TEST_F(StrictRequests, ChunkedBodiesThatBreakTheGrammarAre400AndTheAppNeverGetsA
       {"chunk size not hex", head + "zz\r\nhello\r\n0\r\n\r\n", 400},
       {"chunk size with 0x", head + "0x5\r\nhello\r\n0\r\n\r\n", 400},
       {"bad chunk extension", head + "5;a=\"unterminated\r\nhello\r\n0\r\n\r\n", 400},
+      {"bad extension on the last chunk", head + "5\r\nhello\r\n0;a=\"x\r\n\r\n", 400},
       {"chunk extension with a bare LF", head + "5;a\nhello\r\n0\r\n\r\n", 400},
       {"chunk data longer than its size", head + "5\r\nhello world\r\n0\r\n\r\n" + kSmuggled, 400},
       {"bad trailer name", head + "5\r\nhello\r\n0\r\nBad Trailer: x\r\n\r\n", 400},
