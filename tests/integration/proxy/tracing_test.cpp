@@ -7,6 +7,8 @@
 
 #include <boost/json.hpp>
 
+#include <csignal>
+
 #include "harness.h"
 #include "tests/integration/proxy/otlp_receiver.h"
 #include "tests/support/eventually.h"
@@ -191,7 +193,7 @@ TEST(Tracing, ASlowOrDownCollectorCostsOnlyCountedDrops) {
   Sidecar sidecar{SidecarOptions{
       .user_port = backend.port,
       .env = {{"OBSERVABILITY_CONFIG", observability("grpc", "http://127.0.0.1:" + std::to_string(slow.grpc_port), 1)},
-              {"SLUICE_TRACING_QUEUE_SPANS", "8"}}}};
+              {"SLUICE_TRACING_QUEUE_SPANS", "8"}, {"SLUICE_DRAIN_QUIET_PERIOD_MS", "100"}}}};
   auto started = std::chrono::steady_clock::now();
   auto r = run_command({"h2load", "-n", "200", "-c", "4", "--h1", sidecar.url("/")}, 30s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -201,6 +203,11 @@ TEST(Tracing, ASlowOrDownCollectorCostsOnlyCountedDrops) {
   auto dropped = prometheus_value(metrics, "sluice_tracing_spans_dropped_total", "queue_full");
   ASSERT_TRUE(dropped) << metrics;
   EXPECT_GT(*dropped, 300);  // 400 spans, at most 8 queued and one batch in flight
+  // Shutdown waits for one export at most (5 s), not for every queued batch.
+  auto signalled = std::chrono::steady_clock::now();
+  sidecar.process->signal(SIGTERM);
+  EXPECT_EQ(exit_status(*sidecar.process, 15s), "exited 0");
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 12s);
 
   // Nobody listening: the export fails, is logged once, and the requests do not notice.
   ReservedPort gone;
