@@ -14,6 +14,7 @@ class GrpcTransport final : public ExportTransport {
   ~GrpcTransport() override { drop(); }
 
   bool send(std::string_view body, ExportClock::time_point deadline, std::string& error) override {
+    if (session_ && !still_usable()) drop();  // the collector went away, or said GOAWAY, while idle
     if (!session_ && !open(deadline, error)) return false;
     Call call;
     // The gRPC message frame: not compressed, 4-byte big-endian length, the message.
@@ -48,7 +49,9 @@ class GrpcTransport final : public ExportTransport {
       return false;
     }
     if (call.http_status != 200) {
-      error = "collector answered HTTP " + std::to_string(call.http_status);
+      error = call.http_status ? "collector answered HTTP " + std::to_string(call.http_status)
+                               : "the stream was refused or reset";
+      drop();
       return false;
     }
     if (call.grpc_status != "0") {
@@ -107,6 +110,23 @@ class GrpcTransport final : public ExportTransport {
     nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, 1);
     return true;
+  }
+
+  // What the collector sent since the last export (SETTINGS, PING, GOAWAY, a close), read without waiting.
+  bool still_usable() {
+    char buf[16384];
+    while (true) {
+      std::string error;
+      long n = socket_.read_some(buf, sizeof buf, ExportClock::now(), error);
+      if (n == 0) return false;
+      if (n < 0) {
+        if (error != "timed out") return false;
+        break;  // nothing more is waiting
+      }
+      if (nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(buf), static_cast<std::size_t>(n)) < 0)
+        return false;
+    }
+    return nghttp2_session_check_request_allowed(session_) != 0;
   }
 
   void drop() {

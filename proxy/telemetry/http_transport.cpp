@@ -20,12 +20,20 @@ class HttpTransport final : public ExportTransport {
 
  private:
   bool attempt(std::string_view body, ExportClock::time_point deadline, std::string& error) {
+    if (socket_.is_open() && !idle_and_open()) socket_.close();  // the collector closed it while idle
     if (!socket_.is_open() && !socket_.connect(endpoint_.host, endpoint_.port, deadline, error)) return false;
     std::string head = "POST " + endpoint_.path + " HTTP/1.1\r\nHost: " + endpoint_.host + ":" +
                        std::to_string(endpoint_.port) + "\r\nContent-Type: " + content_type_ +
                        "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nUser-Agent: sluice\r\n\r\n";
     if (!socket_.write_all(head, deadline, error) || !socket_.write_all(body, deadline, error)) return false;
     return read_response(deadline, error);
+  }
+
+  // A kept connection is usable when nothing arrived on it since the last response (not even its close).
+  bool idle_and_open() {
+    char c;
+    std::string error;
+    return socket_.read_some(&c, 1, ExportClock::now(), error) < 0 && error == "timed out";
   }
 
   // The status, then the body by Content-Length (or chunked, or to the close) so the connection can go on.

@@ -19,7 +19,8 @@ namespace sluice::proxy::telemetry {
 class SpanExporter {
  public:
   explicit SpanExporter(TracingConfig config);
-  // Sends what is queued (one try, bounded by the export timeout), then stops the thread.
+  // Sends one more batch of what is queued (one try, bounded by the export timeout), drops the rest, and
+  // stops the thread.
   ~SpanExporter();
   SpanExporter(const SpanExporter&) = delete;
   SpanExporter& operator=(const SpanExporter&) = delete;

@@ -7,6 +7,8 @@
 
 #include <boost/json.hpp>
 
+#include <csignal>
+
 #include "harness.h"
 #include "tests/integration/proxy/otlp_receiver.h"
 #include "tests/support/eventually.h"
@@ -186,21 +188,26 @@ TEST(Tracing, ZipkinFromTheOldVariables) {
 // With the collector slow (or gone), requests are served as fast as ever and the spans that do not fit
 // the queue are dropped and counted.
 TEST(Tracing, ASlowOrDownCollectorCostsOnlyCountedDrops) {
-  OtlpReceiver slow({"--delay", "5"});
+  OtlpReceiver slow({"--delay", "10"});  // beyond the 5 s export timeout: every export fails too
   Backend backend;
   Sidecar sidecar{SidecarOptions{
       .user_port = backend.port,
       .env = {{"OBSERVABILITY_CONFIG", observability("grpc", "http://127.0.0.1:" + std::to_string(slow.grpc_port), 1)},
-              {"SLUICE_TRACING_QUEUE_SPANS", "8"}}}};
+              {"SLUICE_TRACING_QUEUE_SPANS", "8"}, {"SLUICE_DRAIN_QUIET_PERIOD_MS", "100"}}}};
   auto started = std::chrono::steady_clock::now();
   auto r = run_command({"h2load", "-n", "200", "-c", "4", "--h1", sidecar.url("/")}, 30s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("200 succeeded"), std::string::npos) << r.out;
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 4s);  // the collector's 5 s never showed
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 8s);  // the collector's 10 s never showed
   auto metrics = http_get(sidecar.metrics_port, "/metrics");
   auto dropped = prometheus_value(metrics, "sluice_tracing_spans_dropped_total", "queue_full");
   ASSERT_TRUE(dropped) << metrics;
   EXPECT_GT(*dropped, 300);  // 400 spans, at most 8 queued and one batch in flight
+  // Shutdown waits for one export at most (5 s), not for every queued batch.
+  auto signalled = std::chrono::steady_clock::now();
+  sidecar.process->signal(SIGTERM);
+  EXPECT_EQ(exit_status(*sidecar.process, 15s), "exited 0");
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 12s);
 
   // Nobody listening: the export fails, is logged once, and the requests do not notice.
   ReservedPort gone;
