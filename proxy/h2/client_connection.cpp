@@ -139,8 +139,7 @@ bool ClientConnection::start() {
                                 .on_frame_recv = &on_frame_recv,
                                 .on_data_chunk = &on_data_chunk,
                                 .on_stream_close = &on_stream_close,
-                                .on_invalid_frame = &on_invalid_frame,
-                                .on_invalid_header = &on_invalid_header};
+                                .on_invalid_frame = &on_invalid_frame};
   return wire_.start(Wire::Role::client, callbacks, this, settings, kConnectionWindow);
 }
 

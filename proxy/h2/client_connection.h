@@ -121,10 +121,6 @@ class ClientConnection {
   static int on_stream_close(nghttp2_session*, int32_t id, uint32_t error, void* self);
   // A malformed response (RFC 9113 §8): nghttp2 resets the stream, the exchange fails (502 before the head).
   static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* self);
-  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*,
-                               size_t, uint8_t, void*) {
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // an invalid field name or value makes it malformed
-  }
 
   ClientStreamState* find(std::int32_t id) {
     auto it = streams_.find(id);

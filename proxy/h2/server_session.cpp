@@ -179,8 +179,7 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
                                 .on_data_chunk = &Session::on_data_chunk,
                                 .on_stream_close = &Session::on_stream_close,
                                 .on_begin_frame = &Session::on_begin_frame,
-                                .on_invalid_frame = &Session::on_invalid_frame,
-                                .on_invalid_header = &Session::on_invalid_header};
+                                .on_invalid_frame = &Session::on_invalid_frame};
   if (!wire_.start(Wire::Role::server, callbacks, this, settings, kConnectionWindow,
                    [this](nghttp2_option* opt) { guard_.configure(opt); }))
     return false;

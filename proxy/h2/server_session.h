@@ -50,10 +50,6 @@ class Session final : public ConnectionHandle {
   // Abuse and RFC 9113 §8 hooks (the accounting is in guard.h).
   static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
   static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* self);
-  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*,
-                               size_t, uint8_t, void*) {
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // malformed (RFC 9113 §8.2.1): RST_STREAM PROTOCOL_ERROR
-  }
   bool reject_stream(std::int32_t id, std::string_view why);
   void end_abusive(std::uint32_t code, std::string_view why, bool cut = false);
   bool response_waiting() const;

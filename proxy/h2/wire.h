@@ -86,7 +86,6 @@ struct WireCallbacks {
   // Optional: the server's abuse guard and RFC 9113 §8 checks.
   nghttp2_on_begin_frame_callback on_begin_frame = nullptr;
   nghttp2_on_invalid_frame_recv_callback on_invalid_frame = nullptr;
-  nghttp2_on_invalid_header_callback on_invalid_header = nullptr;
 };
 
 // One nghttp2 session and the write side of its connection.
@@ -131,6 +130,12 @@ class Wire {
  private:
   static ssize_t read_data(nghttp2_session*, std::int32_t id, uint8_t* buf, size_t length, uint32_t* flags,
                            nghttp2_data_source* src, void* owner);
+  // A field name or value that is not valid makes the message malformed (RFC 9113 §8.2.1): the stream
+  // is reset with PROTOCOL_ERROR on both sides (nghttp2 would drop the field silently).
+  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*,
+                               size_t, uint8_t, void*) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
                        nghttp2_data_source* src, void* owner);
   // Fills the batch; false when nghttp2 failed.
