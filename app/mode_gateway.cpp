@@ -44,7 +44,9 @@ constexpr const char* kGatewayUsage =
     "  --status MODE          auto (table on a TTY, JSON lines otherwise), tty, json or none\n"
     "  --throttle MECH        auto, cgroup2-freeze, cgroup2-cpu-max, cgroup1-freezer, cgroup1-cfs-quota,\n"
     "                         sigstop or none (no throttling)\n"
-    "  --no-throttle          the one-liner's service runs unthrottled\n";
+    "  --no-throttle          the one-liner's service runs unthrottled\n"
+    "  --sandbox MODE         auto, on or off (default): each instance in a pod of its own (network\n"
+    "                         namespace, address, cgroup with the service's memory/cpu limits)\n";
 
 struct Cli {
   std::optional<gw::GatewayConfig> config;
@@ -90,7 +92,8 @@ Cli parse_cli(Args args) {
     if (name == "config" || name == "check") {
       file = value;
       cli.check = cli.check || name == "check";
-    } else if (name == "listen" || name == "admin" || name == "workers" || name == "status" || name == "throttle") {
+    } else if (name == "listen" || name == "admin" || name == "workers" || name == "status" || name == "throttle" ||
+               name == "sandbox") {
       overrides.emplace_back(name, value);
     } else {
       throw ConfigError("unknown flag '--" + name + "'\n" + kGatewayUsage);
@@ -114,6 +117,10 @@ Cli parse_cli(Args args) {
       g.status_output = value;
     } else if (name == "throttle") {
       g.throttle_mechanism = value;
+    } else if (name == "sandbox") {
+      auto mode = gw::parse_sandbox_mode(value);
+      if (!mode) throw ConfigError("--sandbox=" + value + " is not auto, on or off");
+      g.sandbox = *mode;
     } else if (name == "workers") {
       try {
         size_t used = 0;
@@ -157,6 +164,7 @@ int run_gateway(Args args) {
   std::atomic<gw::Fleet*> fleet_ptr{nullptr};
   runtime::RuntimeOptions ro;
   ro.throttle = cfg.throttle_mechanism;
+  ro.sandbox_network = cfg.sandbox_network;
   ro.on_event = [&fleet_ptr](const runtime::Event& e) {
     if (auto* f = fleet_ptr.load()) f->on_runtime_event(e);
   };
@@ -176,7 +184,8 @@ int run_gateway(Args args) {
   {
     auto line = log::info("gateway starting");
     line.kv("event", "gateway").kv("throttle", runtime::to_string(runtime.throttle().kind))
-        .kv("throttle_detail", runtime.throttle().detail);
+        .kv("throttle_detail", runtime.throttle().detail)
+        .kv("sandbox", fleet->sandboxed() ? "pods" : "host-network");
     for (const auto& s : cfg.services)
       line.kv("service." + s.name, std::string(gw::throttling_on(cfg, s) ? "throttled" : "unthrottled") +
                                        (gw::scale_to_zero_on(cfg, s) ? ", scales to zero" : ", min-scale ≥ 1"));

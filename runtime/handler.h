@@ -10,9 +10,23 @@
 #include <string_view>
 #include <vector>
 
+#include <chrono>
+
 #include "runtime/instance.h"
+#include "runtime/pod_cgroup.h"
 
 namespace sluice::runtime {
+
+// What a container started in a PodSandbox shares with the sandbox.
+struct SandboxContext {
+  std::string id;
+  int netns_fd = -1;                                // the pod's network namespace
+  int ipcns_fd = -1;                                // the pod's IPC namespace
+  std::filesystem::path cgroup_parent;              // parent of the containers' throttle cgroups
+  std::vector<std::filesystem::path> join_files;    // v1 `tasks` files of the pod's other hierarchies
+  std::vector<std::pair<std::string, std::string>> container_limits;  // written into each container's cgroup
+  PodLimits limits;
+};
 
 struct StartRequest {
   const InstanceSpec& spec;
@@ -20,6 +34,7 @@ struct StartRequest {
   std::filesystem::path instance_dir;  // private to the instance, removed with it
   int stdout_fd = -1;                  // write ends of the capture pipes
   int stderr_fd = -1;
+  const SandboxContext* sandbox = nullptr;  // null: host network, the runtime's cgroup
 };
 
 class Task {
@@ -32,6 +47,8 @@ class Task {
   virtual bool freeze(std::string& error) = 0;
   virtual bool thaw(std::string& error) = 0;
   virtual std::string throttle_name() const = 0;
+  // Runs `argv` in the instance's namespaces, cgroup and user, with its environment; blocks until it ends.
+  virtual ExecResult exec(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) = 0;
   // After the direct child exited: kills leftovers and removes cgroups/bundles. Idempotent.
   virtual void cleanup() = 0;
 };

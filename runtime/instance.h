@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -29,6 +30,22 @@ struct InstanceSpec {
   // (PR_SET_PDEATHSIG): nothing outlives a killed supervisor. Start it from a thread that lives as long
   // as the runtime.
   bool die_with_starter = false;
+  // PodSandbox this container runs in (its network namespace, cgroups, limits); empty: the host's.
+  std::string sandbox;
+  // Kubernetes' securityContext: the uid/gid the app runs as (default: the runtime's own for `process`,
+  // 0 for OCI handlers), and a ban on root that fails start with the reason.
+  std::optional<int> run_as_user, run_as_group;
+  bool run_as_non_root = false;
+};
+
+// What Exec returns: the command's combined output (capped) and how it ended.
+struct ExecResult {
+  int exit_code = -1;   // when it exited normally
+  int signal = 0;       // when killed by a signal (SIGKILL at the timeout)
+  bool timed_out = false;
+  std::string output;   // stdout and stderr interleaved
+  std::string error;    // set when it could not run at all
+  bool succeeded() const { return error.empty() && !timed_out && signal == 0 && exit_code == 0; }
 };
 
 enum class InstanceState { created, running, exited };
@@ -47,7 +64,9 @@ struct InstanceStatus {
   std::optional<Clock::time_point> created_at, started_at, finished_at;
   std::filesystem::path log_file;
   std::filesystem::path tmp_dir;
-  std::string reason;         // "Completed", "Error", "Signaled", or why start failed
+  std::string reason;         // "Completed", "Error", "Signaled", "OOMKilled", or why start failed
+  std::string sandbox;        // the PodSandbox it runs in, if any
+  std::optional<std::uint64_t> memory_limit_bytes;  // its sandbox's, when limited
 };
 
 enum class EventKind { created, started, frozen, thawed, stopping, killing, exited, removed };

@@ -47,6 +47,9 @@ std::string oci_config_json(const OciConfig& cfg) {
       // The contract's private temp storage; in a memory cgroup tmpfs pages count against the instance.
       mount("/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=1777"}),
   };
+  if (cfg.memory_limit_bytes)  // the pages count against the memory limit anyway; the size makes it visible
+    mounts.back() = mount("/tmp", "tmpfs", "tmpfs",
+                          {"nosuid", "nodev", "mode=1777", "size=" + std::to_string(*cfg.memory_limit_bytes)});
   auto bind = [&](const BindMount& b) {
     std::vector<std::string> opts = {"rbind", "nosuid", "nodev"};
     if (b.read_only) opts.push_back("ro");
@@ -62,16 +65,29 @@ std::string oci_config_json(const OciConfig& cfg) {
   mounts_json += "]";
   auto caps = array(kCapabilities);
   // No rlimits: the instance inherits the runtime's (raising them would fail where sluice's are capped).
-  // No network namespace: the instance listens on the host's loopback like a process-handler instance.
+  // Without a pod's namespace the instance shares the host's network like a process-handler instance.
+  std::string ipc = cfg.ipcns_path.empty() ? "{\"type\":\"ipc\"}" : "{\"type\":\"ipc\",\"path\":" + str(cfg.ipcns_path) + "}";
+  std::string namespaces = "[{\"type\":\"pid\"}," + ipc + ",{\"type\":\"uts\"},{\"type\":\"mount\"}";
+  if (!cfg.netns_path.empty()) namespaces += ",{\"type\":\"network\",\"path\":" + str(cfg.netns_path) + "}";
+  namespaces += "]";
+  std::string resources;
+  if (cfg.memory_limit_bytes || cfg.cpu_millis) {
+    resources = ",\"resources\":{";
+    if (cfg.memory_limit_bytes) resources += "\"memory\":{\"limit\":" + std::to_string(*cfg.memory_limit_bytes) + "}";
+    if (cfg.cpu_millis)
+      resources += std::string(cfg.memory_limit_bytes ? "," : "") + "\"cpu\":{\"quota\":" +
+                   std::to_string(static_cast<std::uint64_t>(*cfg.cpu_millis) * 100) + ",\"period\":100000}";
+    resources += "}";
+  }
   return "{\"ociVersion\":\"1.0.2\","
-         "\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},\"args\":" + array(cfg.args) +
+         "\"process\":{\"terminal\":false,\"user\":{\"uid\":" + std::to_string(cfg.uid) + ",\"gid\":" + std::to_string(cfg.gid) + "},\"args\":" + array(cfg.args) +
          ",\"env\":" + array(cfg.env) + ",\"cwd\":" + str(cfg.cwd) +
          ",\"capabilities\":{\"bounding\":" + caps + ",\"effective\":" + caps + ",\"permitted\":" + caps +
          "},\"noNewPrivileges\":true},"
          "\"root\":{\"path\":" + str(cfg.rootfs.string()) + ",\"readonly\":" +
          (cfg.rootfs_read_only ? "true" : "false") + "},"
          "\"hostname\":" + str(cfg.hostname) + ",\"mounts\":" + mounts_json + ","
-         "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"mount\"}],"
+         "\"linux\":{\"namespaces\":" + namespaces + resources + ","
          "\"maskedPaths\":[\"/proc/kcore\",\"/proc/keys\",\"/proc/timer_list\",\"/sys/firmware\"],"
          "\"readonlyPaths\":[\"/proc/bus\",\"/proc/fs\",\"/proc/irq\",\"/proc/sys\",\"/proc/sysrq-trigger\"]}}";
 }

@@ -1,7 +1,9 @@
 // OCI bundle generation: a config.json for one instance (host network, its own pid/mount/ipc/uts namespaces).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,11 @@ struct OciConfig {
   std::string hostname;
   std::vector<BindMount> binds;  // after the standard /proc, /dev, /sys, /tmp mounts
   bool dns_files = true;         // bind the host's /etc/resolv.conf and /etc/hosts read-only
+  int uid = 0, gid = 0;          // process.user
+  std::string netns_path;        // join this network namespace (a pod's); empty: the host's network
+  std::string ipcns_path;        // join this IPC namespace (a pod's); empty: one of its own
+  std::optional<std::uint64_t> memory_limit_bytes;  // linux.resources; also caps the /tmp tmpfs
+  std::optional<std::uint32_t> cpu_millis;
 };
 
 // The config.json text (OCI runtime spec 1.0.2).

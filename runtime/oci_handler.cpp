@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "runtime/exec.h"
 #include "runtime/oci_bundle.h"
 #include "runtime/spawn.h"
 
@@ -50,6 +51,13 @@ class OciTask : public Task {
     return false;
   }
   std::string throttle_name() const override { return fs::path(binary_).filename().string() + "-pause"; }
+  ExecResult exec(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override {
+    SpawnRequest sr;
+    sr.argv = {binary_, "--root", root_.string(), "exec", container_};
+    sr.argv.insert(sr.argv.end(), argv.begin(), argv.end());
+    for (char** e = environ; *e; ++e) sr.env.emplace_back(*e);
+    return run_captured(sr, timeout);
+  }
   void cleanup() override {
     if (cleaned_) return;
     cleaned_ = true;
@@ -152,6 +160,16 @@ std::unique_ptr<Task> OciHandler::start(const StartRequest& req, std::string& er
   cfg.cwd = req.spec.working_dir.empty() ? "/" : req.spec.working_dir.string();
   cfg.rootfs = fs::absolute(req.spec.rootfs);
   cfg.hostname = req.spec.id;
+  cfg.uid = req.spec.run_as_user.value_or(0);
+  cfg.gid = req.spec.run_as_group.value_or(0);
+  if (req.sandbox) {
+    // runc opens the path itself: our fd, seen through /proc, names the pod's namespace.
+    const std::string fds = "/proc/" + std::to_string(::getpid()) + "/fd/";
+    cfg.netns_path = fds + std::to_string(req.sandbox->netns_fd);
+    cfg.ipcns_path = fds + std::to_string(req.sandbox->ipcns_fd);
+    cfg.memory_limit_bytes = req.sandbox->limits.memory_bytes;
+    cfg.cpu_millis = req.sandbox->limits.cpu_millis;
+  }
   auto bundle = req.instance_dir / "bundle";
   if (!write_bundle(bundle, cfg, error)) return nullptr;
   auto id = container_id(req.spec.id);

@@ -2,6 +2,7 @@
 #include "runtime/runtime.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -11,6 +12,7 @@
 #include "runtime/oci_handler.h"
 #include "runtime/process_handler.h"
 #include "runtime/reactor.h"
+#include "runtime/sandbox_record.h"
 
 extern char** environ;
 
@@ -18,14 +20,6 @@ namespace sluice::runtime {
 
 namespace fs = std::filesystem;
 
-struct Runtime::Record {
-  InstanceSpec spec;
-  InstanceStatus status;          // guarded by Runtime::mu_
-  std::mutex op_mu;               // one lifecycle operation at a time per instance
-  std::unique_ptr<Task> task;     // under op_mu
-  std::shared_ptr<Watch> watch;   // reactor thread only (created and closed there)
-  int log_fd = -1;                // written on the reactor thread, closed after the watch
-};
 
 namespace {
 
@@ -61,10 +55,14 @@ Runtime::Runtime(RuntimeOptions opts) : opts_(std::move(opts)) {
   for (const char* oci : {"runc", "crun"})
     handlers_.emplace(oci, std::make_unique<OciHandler>(oci, opts_.state_dir / ("." + std::string(oci))));
   reactor_ = std::make_unique<Reactor>();
+  // What a killed runtime (kill -9) left: its pods' links and cgroups, recorded in their slot files.
+  if (fs::exists(opts_.sandbox_state_dir, ec)) sweep_stale_leases(opts_.sandbox_state_dir);
 }
 
 Runtime::~Runtime() {
   for (const auto& st : list()) (void)remove(st.id);
+  for (const auto& sb : list_pod_sandbox()) (void)remove_pod_sandbox(sb.id);
+  release_sandbox_bases(opts_.cgroup_name);
   reactor_.reset();
   handlers_.clear();
   release_throttle(throttle_);
@@ -100,6 +98,15 @@ Outcome Runtime::create(const InstanceSpec& spec) {
   if (spec.command.empty()) return Outcome::failure("instance '" + spec.id + "' has no command");
   if (auto h = check_handler(spec.handler); !h) return h;
   auto rec = std::make_shared<Record>();
+  if (!spec.sandbox.empty()) {
+    rec->sandbox = find_sandbox(spec.sandbox);
+    if (!rec->sandbox) return Outcome::failure("no sandbox '" + spec.sandbox + "'");
+    if (rec->sandbox->handler != spec.handler)
+      return Outcome::failure("instance '" + spec.id + "' asks for handler '" + spec.handler + "' but sandbox '" +
+                              spec.sandbox + "' runs '" + rec->sandbox->handler + "'");
+    rec->status.sandbox = spec.sandbox;
+    rec->status.memory_limit_bytes = rec->sandbox->config.limits.memory_bytes;
+  }
   rec->spec = spec;
   rec->status.id = spec.id;
   rec->status.handler = spec.handler;
@@ -109,7 +116,10 @@ Outcome Runtime::create(const InstanceSpec& spec) {
   InstanceStatus snapshot;
   {
     std::lock_guard lock(mu_);
+    if (rec->sandbox && rec->sandbox->state != SandboxState::ready)
+      return Outcome::failure("sandbox '" + spec.sandbox + "' is not ready");
     if (!instances_.emplace(spec.id, rec).second) return Outcome::failure("instance '" + spec.id + "' exists");
+    if (rec->sandbox) rec->sandbox->containers.insert(spec.id);
     snapshot = rec->status;
   }
   emit(EventKind::created, snapshot);
@@ -144,9 +154,19 @@ Outcome Runtime::start(const std::string& id) {
   if (!rec) return no_such(id);
   std::lock_guard op(rec->op_mu);
   if (rec->task) return Outcome::failure("instance '" + id + "' was already started");
+  if (auto user = check_start_user(rec->spec); !user) {
+    std::lock_guard lock(mu_);
+    rec->status.reason = user.error();
+    return Outcome::failure("start '" + id + "': " + user.error());
+  }
   std::error_code ec;
   fs::create_directories(rec->status.tmp_dir, ec);
   if (ec) return Outcome::failure("create " + rec->status.tmp_dir.string() + ": " + ec.message());
+  if (rec->spec.run_as_user || rec->spec.run_as_group) {  // TMPDIR is the app's to write
+    int uid = rec->spec.run_as_user.value_or(-1), gid = rec->spec.run_as_group.value_or(-1);
+    if (::chown(rec->status.tmp_dir.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0)
+      return Outcome::failure("chown " + rec->status.tmp_dir.string() + ": " + std::strerror(errno));
+  }
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Outcome::failure(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -156,7 +176,9 @@ Outcome Runtime::start(const std::string& id) {
   }
   if (rec->log_fd < 0)  // a start that failed before leaves it open for the retry
     rec->log_fd = ::open(rec->status.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  StartRequest req{rec->spec, contract_env(rec->spec, rec->status.tmp_dir), opts_.state_dir / id, out[1], err[1]};
+  StartRequest req{rec->spec, contract_env(rec->spec, rec->status.tmp_dir), opts_.state_dir / id, out[1], err[1],
+                   rec->sandbox ? &rec->sandbox->context : nullptr};
+  if (rec->sandbox && rec->sandbox->cgroup) rec->oom_baseline = rec->sandbox->cgroup->oom_kills();
   std::string error;
   Handler* h;
   {
@@ -209,6 +231,9 @@ Outcome Runtime::start(const std::string& id) {
 
 void Runtime::on_exit(const std::shared_ptr<Record>& rec, int code, int sig) {
   InstanceStatus snapshot;
+  // The kernel's OOM killer sends SIGKILL and counts it in the pod's memory cgroup: that is OOMKilled.
+  bool oom = sig == SIGKILL && rec->sandbox && rec->sandbox->cgroup &&
+             rec->sandbox->cgroup->oom_kills() > rec->oom_baseline;
   {
     std::lock_guard lock(mu_);
     rec->status.state = InstanceState::exited;
@@ -216,7 +241,7 @@ void Runtime::on_exit(const std::shared_ptr<Record>& rec, int code, int sig) {
     rec->status.signal = sig;
     rec->status.frozen = false;
     rec->status.finished_at = Clock::now();
-    rec->status.reason = sig != 0 ? "Signaled" : code == 0 ? "Completed" : "Error";
+    rec->status.reason = oom ? "OOMKilled" : sig != 0 ? "Signaled" : code == 0 ? "Completed" : "Error";
     snapshot = rec->status;
   }
   exited_cv_.notify_all();
@@ -291,6 +316,7 @@ Outcome Runtime::remove(const std::string& id) {
     std::lock_guard lock(mu_);
     snapshot = rec->status;
     instances_.erase(id);
+    if (rec->sandbox) rec->sandbox->containers.erase(id);
   }
   emit(EventKind::removed, snapshot);
   return {};

@@ -47,6 +47,16 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
   if (::setpgid(0, 0) != 0) child_fail(err_fd, errno);
   if (!in_cgroup && req.cgroup_procs_fd >= 0 && ::write(req.cgroup_procs_fd, "0", 1) != 1) child_fail(err_fd, errno);
+  for (int fd : req.join_procs_fds)
+    if (::write(fd, "0", 1) != 1) child_fail(err_fd, errno);
+  if (req.netns_fd >= 0 && ::syscall(SYS_setns, req.netns_fd, CLONE_NEWNET) != 0) child_fail(err_fd, errno);
+  if (req.ipcns_fd >= 0 && ::syscall(SYS_setns, req.ipcns_fd, CLONE_NEWIPC) != 0) child_fail(err_fd, errno);
+  // Raw system calls: glibc's setuid would try to signal threads that exist only in the parent.
+  if (req.gid >= 0) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) child_fail(err_fd, errno);
+    if (::syscall(SYS_setresgid, req.gid, req.gid, req.gid) != 0) child_fail(err_fd, errno);
+  }
+  if (req.uid >= 0 && ::syscall(SYS_setresuid, req.uid, req.uid, req.uid) != 0) child_fail(err_fd, errno);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0 || ::dup2(devnull, 0) < 0) child_fail(err_fd, errno);
   if (::dup2(req.stdout_fd, 1) < 0 || ::dup2(req.stderr_fd, 2) < 0) child_fail(err_fd, errno);

@@ -20,6 +20,10 @@ struct SpawnRequest {
   // ~10 ms a migration through cgroup.procs costs; cgroup_procs_fd is the fallback on older kernels.
   int cgroup_dir_fd = -1;
   int parent_death_signal = 0;   // when set, sent to the child when the thread that forked it ends
+  int netns_fd = -1;             // when >= 0, the child joins this network namespace (a pod's) before exec
+  int ipcns_fd = -1;             // likewise for an IPC namespace
+  std::vector<int> join_procs_fds;  // further cgroup.procs files (a pod's v1 memory/cpu dirs) to write "0" to
+  int uid = -1, gid = -1;        // when >= 0, the child drops supplementary groups and switches before exec
 };
 
 struct Spawned {

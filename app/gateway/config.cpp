@@ -11,6 +11,7 @@
 
 #include "autoscaler/go_duration.h"
 #include "common/config_error.h"
+#include "runtime/sandbox_net.h"
 
 namespace sluice::app::gateway {
 namespace {
@@ -112,7 +113,8 @@ autoscaler::AutoscalerConfig scaling_from(const autoscaler::ConfigData& cluster,
 const std::set<std::string, std::less<>>& service_keys() {
   static const std::set<std::string, std::less<>> keys = {
       "command", "env", "working-dir", "handler", "rootfs", "port", "hosts", "default", "readiness-path",
-      "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features"};
+      "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features",
+      "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start"};
   return keys;
 }
 
@@ -143,7 +145,22 @@ ServiceConfig parse_service(const std::string& source, const std::string& name, 
     else if (key == "buffer-size") s.buffer_size = static_cast<std::size_t>(integer(source, v, path, 0, 1000000));
     else if (key == "buffer-timeout") s.buffer_timeout = duration(source, v, path);
     else if (key == "validate") s.validate = boolean(source, v, path);
-    else if (key == "env") {
+    else if (key == "run-as-user") s.run_as_user = static_cast<int>(integer(source, v, path, 0, 2147483646));
+    else if (key == "run-as-group") s.run_as_group = static_cast<int>(integer(source, v, path, 0, 2147483646));
+    else if (key == "run-as-non-root") s.run_as_non_root = boolean(source, v, path);
+    else if (key == "pre-stop") s.pre_stop = command_of(source, v, path);
+    else if (key == "post-start") s.post_start = command_of(source, v, path);
+    else if (key == "memory") {
+      auto text = scalar(source, v, path);
+      s.memory_bytes = parse_memory_quantity(text);
+      if (!s.memory_bytes || *s.memory_bytes < (4U << 20))
+        fail(source, v, path, "'" + text + "' is not a memory size of at least 4Mi such as 256Mi, 1Gi or 500M");
+    } else if (key == "cpu") {
+      auto text = scalar(source, v, path);
+      s.cpu_millis = parse_cpu_quantity(text);
+      if (!s.cpu_millis || *s.cpu_millis < 10)
+        fail(source, v, path, "'" + text + "' is not a CPU amount of at least 10m such as 500m, 0.5 or 2");
+    } else if (key == "env") {
       if (!v.IsMap()) fail(source, v, path, "must be a mapping of NAME: value");
       for (const auto& e : v) s.env[e.first.Scalar()] = scalar(source, e.second, path + "." + e.first.Scalar());
     } else if (key == "hosts") {
@@ -262,6 +279,16 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
     else if (key == "drain-timeout") g.drain_timeout = duration(source, v, key);
     else if (key == "workers") g.workers = static_cast<unsigned>(integer(source, v, key, 0, 256));
     else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
+    else if (key == "sandbox") {
+      auto value = scalar(source, v, key);
+      auto mode = parse_sandbox_mode(value);
+      if (!mode) fail(source, v, key, "'" + value + "' is not auto, on or off");
+      g.sandbox = *mode;
+    } else if (key == "sandbox-network") {
+      g.sandbox_network = scalar(source, v, key);
+      if (!runtime::parse_cidr(g.sandbox_network))
+        fail(source, v, key, "'" + g.sandbox_network + "' is not an IPv4 range such as 169.254.64.0/18 (prefix 8 to 30)");
+    }
     else if (key == "status") {
       g.status_output = scalar(source, v, key);
       if (g.status_output != "auto" && g.status_output != "tty" && g.status_output != "json" && g.status_output != "none")
@@ -284,7 +311,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
     } else {
       fail(source, kv.first, key,
            "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
-           "status, features, autoscaler, services)");
+           "status, sandbox, sandbox-network, features, autoscaler, services)");
     }
   }
   if (!services.IsDefined() || !services.IsMap() || services.size() == 0)
@@ -352,7 +379,8 @@ void validate(GatewayConfig& g) {
       throw ConfigError(base + ".handler: '" + s.handler + "' is not process, runc or crun");
     if (s.handler != "process" && s.rootfs.empty())
       throw ConfigError(base + ".rootfs: is required with handler " + s.handler);
-    if (s.port != 0 && s.scaling.max_scale != 1)
+    // In pods every instance has an address of its own, so they may all listen on the same port.
+    if (s.port != 0 && s.scaling.max_scale != 1 && g.sandbox == SandboxMode::off)
       throw ConfigError(base + ".port: a fixed port allows one instance only: set max-scale: 1 (or port: 0 for a free port per instance)");
     feature_opt_in(g.source, s.name, "throttling", g.features.throttling, s.throttling);
     feature_opt_in(g.source, s.name, "scale-to-zero", g.features.scale_to_zero, s.scale_to_zero);

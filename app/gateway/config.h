@@ -44,7 +44,19 @@ struct ServiceConfig {
   // Per-service opt-ins, honoured when the gateway's feature state is `allowed`.
   std::optional<bool> throttling, scale_to_zero, h2c_upstream;
   autoscaler::AutoscalerConfig scaling;  // container-concurrency, min/max/initial scale, target, windows
+  // Per instance pod (with `sandbox:` on): limits, the user it runs as, and its lifecycle hooks (kubelet's).
+  std::optional<std::uint64_t> memory_bytes;  // `memory: 256Mi`; exceeded: OOMKilled and replaced
+  std::optional<std::uint32_t> cpu_millis;    // `cpu: 500m` or `cpu: 0.5`
+  std::optional<int> run_as_user, run_as_group;
+  bool run_as_non_root = false;
+  std::vector<std::string> pre_stop;    // run in the instance before SIGTERM, within the grace period
+  std::vector<std::string> post_start;  // run in the instance after start; not ready until it succeeds
 };
+
+// Instances in pods of their own (network namespace, address, cgroup): where possible, always, or never.
+enum class SandboxMode { auto_, on, off };
+std::string_view to_string(SandboxMode m);
+std::optional<SandboxMode> parse_sandbox_mode(std::string_view text);
 
 struct GatewayConfig {
   std::string source = "command line";  // file name, for messages
@@ -59,7 +71,13 @@ struct GatewayConfig {
   Features features;
   std::vector<ServiceConfig> services;
   std::string status_output = "auto";  // auto | tty | json | none
+  SandboxMode sandbox = SandboxMode::off;
+  std::string sandbox_network = "169.254.64.0/18";  // pods' /31 links; never routed off the machine
 };
+
+// Kubernetes quantities: "256Mi", "1G", "1000000" bytes; "500m", "0.5", "2" CPUs (as millis).
+std::optional<std::uint64_t> parse_memory_quantity(std::string_view text);
+std::optional<std::uint32_t> parse_cpu_quantity(std::string_view text);
 
 // "PORT", "ADDRESS:PORT" or "[V6]:PORT" (a bare port keeps `default_host`); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,

@@ -49,6 +49,8 @@ std::string lower(std::string_view s) {
 }
 
 std::string exit_description(const runtime::InstanceStatus& st) {
+  if (st.reason == "OOMKilled" && st.memory_limit_bytes)
+    return "OOMKilled (memory limit " + std::to_string(*st.memory_limit_bytes >> 20) + " MiB)";
   if (st.signal != 0) return "killed by signal " + std::to_string(st.signal);
   return "exited with code " + std::to_string(st.exit_code);
 }
@@ -113,6 +115,7 @@ class Fleet::Hold {
 Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_context& control)
     : config_(config),
       runtime_(runtime),
+      pods_(config, runtime),
       control_(control),
       stat_timer_(control),
       scale_timer_(control),
@@ -207,7 +210,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
   auto now = Clock::now();
   std::vector<std::string> thaw;
   auto lease_of = [&](std::shared_ptr<Instance> inst) {
-    return proxy::BackendLease{tcp::endpoint(asio::ip::address_v4::loopback(), inst->port),
+    return proxy::BackendLease{tcp::endpoint(inst->address, inst->port),
                                std::make_shared<Hold>(*this, *s, inst), s->h2c};
   };
   proxy::WaitQueue<Handed>::Ticket ticket;
@@ -355,6 +358,14 @@ void Fleet::launch(Service* s, std::shared_ptr<Instance> inst) {
   spec.configuration = c.name;
   spec.revision = c.name + "-00001";
   spec.die_with_starter = true;
+  std::string pod_error;
+  auto address = pods_.open(c, spec, pod_error);
+  if (!address) return start_failed(*s, inst, pod_error);
+  {
+    std::lock_guard lock(mu_);
+    inst->address = asio::ip::make_address_v4(*address);
+    inst->port = static_cast<std::uint16_t>(spec.port);
+  }
   std::promise<std::string> started;
   Clock::time_point created_at;
   asio::post(spawner_, [&] {
@@ -364,12 +375,14 @@ void Fleet::launch(Service* s, std::shared_ptr<Instance> inst) {
     started.set_value(ok ? std::string() : ok.error());
   });
   if (auto error = started.get_future().get(); !error.empty()) return start_failed(*s, inst, error);
+  if (auto hook = pods_.post_start(c, spec.id); !hook.empty()) return start_failed(*s, inst, hook);
   const auto spawned = Clock::now();
   if (auto st = runtime_.status(spec.id)) {
     std::lock_guard lock(mu_);
     inst->pid = st->pid;
   }
   runtime::ReadinessProbe probe;
+  probe.host = *address;
   probe.port = inst->port;
   probe.http_path = c.readiness_path;
   const auto deadline = inst->created + c.start_deadline;
@@ -468,9 +481,11 @@ void Fleet::stop_instance(Service& s, const std::shared_ptr<Instance>& inst) {
   Service* sp = &s;
   auto grace = s.config.grace;
   tasks_.spawn([this, sp, inst, grace] {
-    (void)runtime_.stop(inst->id, grace);
+    auto left = pods_.pre_stop(sp->config, inst->id, grace);
+    (void)runtime_.stop(inst->id, left);
     auto st = runtime_.status(inst->id);
     (void)runtime_.remove(inst->id);
+    pods_.close(inst->id);
     {
       std::lock_guard lock(mu_);
       std::erase(sp->instances, inst);
@@ -719,6 +734,7 @@ json::object Fleet::status() const {
       json::object io;
       io["id"] = i->id;
       io["port"] = i->port;
+      io["address"] = i->address.to_string();
       io["pid"] = i->pid;
       io["state"] = (i->state == InstanceState::ready && i->frozen) ? "frozen" : std::string(to_string(i->state));
       io["in_flight"] = i->in_flight;

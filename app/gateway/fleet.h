@@ -21,6 +21,7 @@
 #include <boost/json/object.hpp>
 
 #include "app/gateway/config.h"
+#include "app/gateway/pods.h"
 #include "autoscaler/kpa.h"
 #include "proxy/backends.h"
 #include "proxy/wait_queue.h"
@@ -39,6 +40,7 @@ std::string_view to_string(InstanceState s);
 struct Instance {
   std::string id;             // <service>-<n>
   std::uint16_t port = 0;
+  asio::ip::address_v4 address = asio::ip::address_v4::loopback();  // its pod's, when it has one
   InstanceState state = InstanceState::starting;
   bool frozen = false;        // frozen, or a freeze is under way
   bool validation = false;    // started at start-up to prove the service can start
@@ -86,6 +88,7 @@ class Fleet final : public proxy::Backends {
 
   // On a terminal, instance output as "app-1 │ line" instead of JSON lines.
   void set_plain_output(bool on) { plain_output_ = on; }
+  bool sandboxed() const { return pods_.enabled(); }
 
   boost::json::object status() const;
   std::string prometheus() const;
@@ -148,6 +151,7 @@ class Fleet final : public proxy::Backends {
 
   const GatewayConfig& config_;
   runtime::Runtime& runtime_;
+  InstancePods pods_;
   asio::io_context& control_;
   asio::steady_timer stat_timer_, scale_timer_, housekeeping_timer_;
   mutable std::mutex mu_;

@@ -52,5 +52,39 @@ TEST(OciBundle, DnsFilesCanBeLeftOut) {
   for (const auto& m : doc.at("mounts").as_array()) EXPECT_NE(m.at("destination").as_string(), "/etc/hosts");
 }
 
+TEST(OciBundle, PodSettingsGoIntoUserNamespacesAndResources) {
+  OciConfig cfg;
+  cfg.args = {"/app"};
+  cfg.rootfs = "/r";
+  cfg.uid = 1000;
+  cfg.gid = 1001;
+  cfg.netns_path = "/proc/42/fd/7";
+  cfg.memory_limit_bytes = 64ULL << 20;
+  cfg.cpu_millis = 500;
+  auto doc = json::parse(oci_config_json(cfg)).as_object();
+  EXPECT_EQ(doc.at("process").at("user").at("uid").as_int64(), 1000);
+  EXPECT_EQ(doc.at("process").at("user").at("gid").as_int64(), 1001);
+  const auto& linux_ = doc.at("linux").as_object();
+  bool network = false;
+  for (const auto& ns : linux_.at("namespaces").as_array())
+    if (ns.at("type").as_string() == "network") network = ns.at("path").as_string() == "/proc/42/fd/7";
+  EXPECT_TRUE(network);
+  EXPECT_EQ(linux_.at("resources").at("memory").at("limit").as_int64(), 64LL << 20);
+  EXPECT_EQ(linux_.at("resources").at("cpu").at("quota").as_int64(), 50000);
+  EXPECT_EQ(linux_.at("resources").at("cpu").at("period").as_int64(), 100000);
+  std::string tmp_size;
+  for (const auto& m : doc.at("mounts").as_array())
+    if (m.at("destination").as_string() == "/tmp")
+      for (const auto& o : m.at("options").as_array())
+        if (o.as_string().starts_with("size=")) tmp_size = std::string(o.as_string());
+  EXPECT_EQ(tmp_size, "size=67108864");
+  // Without a pod: the host's network, no resources.
+  OciConfig plain;
+  plain.args = {"/app"};
+  auto bare = json::parse(oci_config_json(plain)).as_object();
+  for (const auto& ns : bare.at("linux").at("namespaces").as_array()) EXPECT_NE(ns.at("type").as_string(), "network");
+  EXPECT_FALSE(bare.at("linux").as_object().contains("resources"));
+}
+
 }  // namespace
 }  // namespace sluice::runtime

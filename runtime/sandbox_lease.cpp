@@ -1,0 +1,137 @@
+// Sandbox slot files; see sandbox_lease.h.
+#include "runtime/sandbox_lease.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "common/log.h"
+#include "runtime/cgroup_fs.h"
+#include "runtime/sandbox_net.h"
+
+namespace sluice::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool write_all(int fd, const std::string& text) {
+  return ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+// Kills what is still inside (a runc container is not our child and does not die with us), then removes
+// the tree deepest first: a cgroup dir can only go once its children have.
+void remove_cgroup_tree(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_directory(ec)) remove_cgroup_tree(entry.path());
+  if (!cgroup::write_file(dir / "cgroup.kill", "1")) {
+    std::istringstream in(cgroup::read_file(dir / "cgroup.procs").value_or(""));
+    pid_t pid;
+    while (in >> pid) ::kill(pid, SIGKILL);
+  }
+  cgroup::remove_dir(dir, std::chrono::seconds(2), nullptr);
+}
+
+void undo(const fs::path& file) {
+  std::ifstream in(file);
+  std::string kind, value;
+  std::vector<fs::path> bases;
+  while (in >> kind && std::getline(in >> std::ws, value)) {
+    std::string error;
+    if (kind == "link" && !delete_host_link(value, error))
+      log::warn("sandbox sweep: link not deleted").kv("link", value).kv("error", error);
+    else if (kind == "cgroup") remove_cgroup_tree(value);
+    else if (kind == "base") bases.emplace_back(value);
+  }
+  for (const auto& b : bases) ::rmdir(b.c_str());  // shared by the owner's sandboxes: fails while others remain
+}
+
+}  // namespace
+
+unsigned long long process_start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) return std::stoull(field);
+  return 0;
+}
+
+std::unique_ptr<SandboxLease> SandboxLease::acquire(const fs::path& dir, int slots, const std::string& sandbox,
+                                                    std::string& error) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    error = "create " + dir.string() + ": " + ec.message();
+    return nullptr;
+  }
+  const pid_t self = ::getpid();
+  const std::string owner = "owner " + std::to_string(self) + " " + std::to_string(process_start_time(self)) + "\n" +
+                            "sandbox " + sandbox + "\n";
+  for (int slot = 0; slot < slots; ++slot) {
+    auto file = dir / std::to_string(slot);
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) {
+      error = "create " + file.string() + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    if (!write_all(fd, owner)) {
+      error = "write " + file.string() + ": " + std::strerror(errno);
+      ::close(fd);
+      ::unlink(file.c_str());
+      return nullptr;
+    }
+    return std::unique_ptr<SandboxLease>(new SandboxLease(file, slot, fd));
+  }
+  error = "all " + std::to_string(slots) + " sandbox addresses are in use (see " + dir.string() + ")";
+  return nullptr;
+}
+
+SandboxLease::~SandboxLease() {
+  ::close(fd_);
+  ::unlink(file_.c_str());
+}
+
+void SandboxLease::record(std::string_view kind, const std::string& value) {
+  std::string line(kind);
+  line += ' ';
+  line += value;
+  line += '\n';
+  if (!write_all(fd_, line)) log::warn("sandbox lease: record not written").kv("file", file_.string());
+}
+
+int sweep_stale_leases(const fs::path& dir) {
+  int swept = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::ifstream in(entry.path());
+    std::string word;
+    pid_t pid = 0;
+    unsigned long long started = 0;
+    if (!(in >> word >> pid >> started) || word != "owner") {
+      // A slot file is written whole at creation; an unreadable one is being created right now. Leave it.
+      continue;
+    }
+    if (pid > 0 && process_start_time(pid) == started && started != 0) continue;  // its owner still runs
+    undo(entry.path());
+    std::error_code rm;
+    fs::remove(entry.path(), rm);
+    ++swept;
+  }
+  return swept;
+}
+
+}  // namespace sluice::runtime
