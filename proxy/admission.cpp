@@ -69,7 +69,8 @@ asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker,
   auto host = req[http::field::host];
   auto got = co_await backends->acquire(std::string_view(host.data(), host.size()), deadline);
   if (auto* refusal = std::get_if<BackendRefusal>(&got))
-    co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504};
+    co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504,
+                          .retry_after_seconds = refusal->retry_after_seconds};
   lease.emplace(std::move(std::get<BackendLease>(got)));
   co_return std::nullopt;
 }

@@ -18,12 +18,14 @@ struct BackendLease {
   tcp::endpoint endpoint;
   std::shared_ptr<void> hold;
   bool h2c = false;  // the instance speaks h2c (prior knowledge), not HTTP/1.1
+  std::chrono::milliseconds request_timeout{0};  // a whole-exchange limit shorter than the proxy's; 0: the proxy's
 };
 
 // Why no instance was given: sent to the client as is.
 struct BackendRefusal {
   unsigned status = 503;
   std::string reason;
+  unsigned retry_after_seconds = 0;  // sent as Retry-After when not 0 (a service that failed to start)
 };
 
 class Backends {

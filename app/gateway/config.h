@@ -23,10 +23,14 @@ struct Features {
   FeatureState throttling = FeatureState::allowed;      // freeze instances with nothing in flight
   FeatureState scale_to_zero = FeatureState::enabled;   // stop the last instance after the grace period
   FeatureState h2c_upstream = FeatureState::allowed;    // talk h2c (prior knowledge) to instances
+  // Knative's tag-header-based-routing: `Knative-Serving-Tag: <tag>` picks a tagged revision.
+  FeatureState tag_header_routing = FeatureState::enabled;
 };
 
 struct ServiceConfig {
   std::string name;                      // K_SERVICE, and the prefix of instance names
+  std::string where;                     // "file:line" of its definition, for messages
+  std::string fingerprint;               // its definition's text: a different one makes a new revision
   std::vector<std::string> command;      // argv
   std::map<std::string, std::string> env;
   std::string working_dir;
@@ -40,6 +44,9 @@ struct ServiceConfig {
   Millis grace{std::chrono::seconds(10)};           // SIGTERM to SIGKILL
   std::size_t buffer_size = 100;         // requests waiting for an instance (cold start, all busy)
   Millis buffer_timeout{std::chrono::seconds(60)};  // longest wait there (then 504); the request timeout too
+  std::optional<Millis> request_timeout;  // whole exchange for this service (Knative's timeoutSeconds)
+  std::vector<std::string> watch;   // globs (relative to the config file's directory): a change makes a revision
+  std::vector<std::string> build;   // run before a new revision starts; a failure keeps the old one
   bool validate = true;                  // start one instance at start to prove the service can start
   // Per-service opt-ins, honoured when the gateway's feature state is `allowed`.
   std::optional<bool> throttling, scale_to_zero, h2c_upstream;
@@ -63,9 +70,10 @@ struct GatewayConfig {
   std::string listen_address = "127.0.0.1";
   std::uint16_t port = 8080;
   std::string admin_address = "127.0.0.1";
-  std::uint16_t admin_port = 8022;       // /.sluice/status; 0: any free port
+  std::uint16_t admin_port = 8079;       // /.sluice/status; 0: any free port (8022 is the sidecar's)
   Millis request_timeout{std::chrono::minutes(5)};  // whole exchange, cold start included
   Millis drain_timeout{std::chrono::seconds(60)};   // in-flight exchanges at shutdown
+  Millis debounce{std::chrono::milliseconds(300)};  // a burst of file changes makes one revision
   unsigned workers = 0;
   std::string throttle_mechanism = "auto";
   Features features;

@@ -93,17 +93,41 @@ class Fleet final : public proxy::Backends {
   boost::json::object status() const;
   std::string prometheus() const;
 
+  // On the control thread: a re-read config. Each service whose settings changed rolls over to a new
+  // revision (validated first: an instance must become ready; only then does traffic move and the old
+  // revision drain); new services start, removed ones drain. Settings of the gateway itself (listen,
+  // admin, workers, sandbox) need a restart and are reported as such.
+  void apply(GatewayConfig next);
+  // On the control thread: files a service watches changed; it rolls over (build first, when it has one).
+  // Changes seen (`last`) while the service's build ran are the build's own output and are ignored.
+  void files_changed(const std::string& service, const std::string& what, Clock::time_point last);
+  // The services' current configs (what watchers watch).
+  std::vector<ServiceConfig> service_configs() const;
+
  private:
   // What a buffered request is handed: an instance (a slot on it already counted), or a refusal.
-  using Handed = std::variant<std::shared_ptr<Instance>, proxy::BackendRefusal>;
+  struct Service;
+  // A waiter of a revision that has just been replaced: it goes on to wait at the new revision.
+  struct Moved {
+    Service* to;
+  };
+  using Handed = std::variant<std::shared_ptr<Instance>, proxy::BackendRefusal, Moved>;
+  // One Service per revision of a service: `serving` takes its requests, `validating` proves a new
+  // config can start, `retired` drains, `failed` never served.
+  enum class Phase { validating, serving, retired, failed };
+  static std::string_view to_string(Phase p);
   struct Service {
     ServiceConfig config;
+    std::string revision;  // <name>-00001, K_REVISION
+    int generation = 1;
+    Phase phase = Phase::serving;
+    std::string reason;    // why this revision was made, or why it failed
+    Service* successor = nullptr;  // retired: where its waiters went
     bool throttling = false, scale_to_zero = true;
     bool h2c = false;  // instances speak h2c
     std::vector<std::shared_ptr<Instance>> instances;
     proxy::WaitQueue<Handed> waiters;
     std::unique_ptr<autoscaler::Kpa> kpa;  // control thread only
-    int next_number = 1;
     std::size_t in_flight = 0;             // over all instances
     // Concurrency (in flight + waiting) integrated over time, and arrivals, since the last stat.
     double concurrency_integral = 0;
@@ -124,7 +148,9 @@ class Fleet final : public proxy::Backends {
   };
   class Hold;  // the lease's hold: releases the instance when the exchange ends
 
-  Service* route(std::string_view host);
+  Service* route(std::string_view host);  // under mu_
+  asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>> acquire_at(
+      Service& s, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline, bool arrival);
   std::shared_ptr<Instance> pick(Service& s) const;
   void grant(Service& s, Instance& inst, std::vector<std::string>& thaw);
   void account(Service& s, Clock::time_point now);
@@ -148,6 +174,13 @@ class Fleet final : public proxy::Backends {
   void scale(Service& s, std::int32_t desired);  // under mu_
   std::size_t active(const Service& s) const;    // starting or ready
   std::pair<Service*, std::shared_ptr<Instance>> find(const std::string& id);
+  Service& add_revision(const ServiceConfig& sc, const GatewayConfig& g, Phase phase, std::string reason);  // under mu_
+  Service* latest(const std::string& name);  // the newest revision not failed, under mu_
+  // Control thread: build (unless `built`), then a new revision that must become ready to get traffic.
+  void roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason, bool built = false);
+  void promote(Service& next);                     // under mu_
+  void retire(Service& old, Service* successor);   // under mu_
+  void run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason);  // task thread
 
   const GatewayConfig& config_;
   runtime::Runtime& runtime_;
@@ -155,7 +188,15 @@ class Fleet final : public proxy::Backends {
   asio::io_context& control_;
   asio::steady_timer stat_timer_, scale_timer_, housekeeping_timer_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Service>> services_;
+  std::vector<std::unique_ptr<Service>> services_;  // every revision; only the control thread adds
+  std::map<std::string, int> instance_numbers_;     // per service name: app-1, app-2, ...
+  std::map<std::string, int> generations_;          // per service name: the last revision's number
+  std::shared_ptr<GatewayConfig> current_;          // the last config applied (control thread)
+  struct Build {
+    bool running = false;
+    Clock::time_point started, finished;
+  };
+  std::map<std::string, Build> builds_;             // per service name
   Service* default_ = nullptr;
   std::atomic<bool> stopping_{false};
   bool plain_output_ = false;
