@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -25,6 +26,7 @@
 #include "app/gateway/config.h"
 #include "app/gateway/fleet.h"
 #include "app/gateway/json_text.h"
+#include "app/gateway/metadata.h"
 #include "app/gateway/status_view.h"
 #include "app/gateway/watcher.h"
 #include "app/modes.h"
@@ -177,6 +179,7 @@ int run_gateway(Args args) {
     log::set_level(l);
   }
   if (cli.check) {
+    for (const auto& w : cfg.warnings) std::printf("warning: %s\n", w.c_str());
     std::printf("%s: ok, %zu service%s:", cfg.source.c_str(), cfg.services.size(), cfg.services.size() == 1 ? "" : "s");
     for (const auto& s : cfg.services) std::printf(" %s%s", s.name.c_str(), s.is_default ? " (default)" : "");
     std::printf("\n");
@@ -207,6 +210,29 @@ int run_gateway(Args args) {
 
   auto fleet = std::make_shared<gw::Fleet>(cfg, runtime, control);
   fleet_ptr = fleet.get();
+  // Each field the file has that sluice does not use, said once (a reload says only new ones).
+  std::set<std::string> warned;
+  auto warn_ignored = [&warned](const std::vector<std::string>& warnings) {
+    for (const auto& w : warnings)
+      if (warned.insert(w).second) log::warn(w).kv("event", "config.ignored");
+  };
+  warn_ignored(cfg.warnings);
+  // The metadata server, on a loopback port of its own (Cloud Run's contract: GCE_METADATA_HOST).
+  std::unique_ptr<net::ControlListener> metadata;
+  if (cfg.metadata_server) {
+    metadata = std::make_unique<net::ControlListener>(
+        control, "metadata", "127.0.0.1", 0, [&](const net::ControlRequest& req) -> asio::awaitable<net::ControlResponse> {
+          std::optional<gw::MetadataCaller> caller;
+          auto peer = std::string(req[net::kPeerField]);
+          if (auto colon = peer.rfind(':'); colon != std::string::npos && peer.starts_with("127.0.0.1:")) {
+            auto client_port = static_cast<std::uint16_t>(std::stoul(peer.substr(colon + 1)));
+            if (auto id = gw::instance_of_connection(client_port, metadata->port(), fleet->instance_pids()))
+              if (auto sr = fleet->service_and_revision(*id)) caller = gw::MetadataCaller{*id, sr->first, sr->second};
+          }
+          co_return gw::metadata_answer(req, caller);
+        });
+    fleet->set_metadata_host("127.0.0.1:" + std::to_string(metadata->port()));
+  }
   const bool terminal = gw::StatusView::is_terminal(cfg.status_output);
   fleet->set_plain_output(terminal);
   log::set_plain(terminal);
@@ -255,6 +281,7 @@ int run_gateway(Args args) {
       log::info("config reloaded").kv("event", "config.reloaded").kv("file", cfg.source)
           .kv("services", static_cast<std::uint64_t>(next.services.size()));
       auto services = next.services;
+      warn_ignored(next.warnings);
       fleet->apply(std::move(next));
       if (watcher) watcher->watch(services);
     } catch (const ConfigError& e) {
@@ -271,10 +298,13 @@ int run_gateway(Args args) {
   watcher->start();
   server.start();
   admin.start();
+  if (metadata) metadata->start();
   asio::post(control, [&] { fleet->start(); });
   gw::StatusView view(control, *fleet, cfg.status_output);
   view.start();
   log::info("listening").kv("listener", "admin").kv("address", cfg.admin_address).kv("port", static_cast<unsigned>(admin.port()));
+  if (metadata)
+    log::info("listening").kv("listener", "metadata").kv("address", "127.0.0.1").kv("port", static_cast<unsigned>(metadata->port()));
   // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening").kv("listener", "gateway").kv("address", cfg.listen_address)
       .kv("port", static_cast<unsigned>(server.port())).kv("workers", server.workers())
@@ -323,6 +353,7 @@ int run_gateway(Args args) {
   control.stop();
   control_thread.join();
   admin.close();  // the control thread is gone: nothing else touches the acceptor now
+  if (metadata) metadata->close();
   fleet_ptr = nullptr;
   log::info("stopped");
   return 0;

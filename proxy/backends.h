@@ -32,9 +32,10 @@ class Backends {
  public:
   virtual ~Backends() = default;
 
-  // On the calling worker's executor: an instance for a request with this Host, waiting (cold start, every
-  // instance busy) until `deadline` at the latest.
+  // On the calling worker's executor: an instance for a request with this Host (and Knative-Serving-Tag,
+  // empty when absent), waiting (cold start, every instance busy) until `deadline` at the latest.
   virtual asio::awaitable<std::variant<BackendLease, BackendRefusal>> acquire(std::string_view host,
+                                                                              std::string_view tag,
                                                                               Clock::time_point deadline) = 0;
 
   // A client connected: a request is likely to follow, so work that takes a while (thawing an instance)

@@ -30,11 +30,6 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& source, const
   fail(source, n, path, "'" + v + "' is not [ADDRESS:]PORT");
 }
 
-// Autoscaling keys sluice adds over Knative's defaults for a gateway: nothing starts before it is asked for.
-autoscaler::ConfigData gateway_scaling_defaults() {
-  return {{"allow-zero-initial-scale", "true"}, {"initial-scale", "0"}};
-}
-
 const std::set<std::string, std::less<>>& service_keys() {
   static const std::set<std::string, std::less<>> keys = {
       "command", "env", "working-dir", "handler", "rootfs", "port", "hosts", "default", "readiness-path",
@@ -108,35 +103,6 @@ void service_key(const std::string& source, ServiceConfig& s, const std::string&
   }
 }
 
-void autoscaling_keys(const std::string& source, const autoscaler::ConfigData& cluster,
-                      const std::vector<std::pair<std::string, YAML::Node>>& keys, const std::string& base,
-                      const YAML::Node& owner, Errors& errors, autoscaler::AutoscalerConfig& out) {
-  // Each key alone first, so that its error carries its own line; then all together (min-scale over
-  // max-scale and the like), at the owner's line.
-  autoscaler::ConfigData all;
-  bool each_ok = true;
-  for (const auto& [key, node] : keys) {
-    errors.attempt([&] {
-      auto value = scalar(source, node, base + "." + key);
-      try {
-        (void)autoscaler::config_from_data(cluster, {{key, value}});
-      } catch (const ConfigError& e) {
-        fail(source, node, base, e.what());
-      }
-      all[key] = value;
-    });
-    each_ok = each_ok && all.contains(key);
-  }
-  if (!each_ok) return;
-  errors.attempt([&] {
-    try {
-      out = autoscaler::config_from_data(cluster, all);
-    } catch (const ConfigError& e) {
-      fail(source, owner, base, e.what());
-    }
-  });
-}
-
 ServiceConfig parse_service(const std::string& source, const std::string& name, const YAML::Node& n,
                             const autoscaler::ConfigData& gateway_scaling, const YAML::Node& root_settings,
                             Errors& errors) {
@@ -182,6 +148,40 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
+
+// Autoscaling keys sluice adds over Knative's defaults for a gateway: nothing starts before it is asked for.
+autoscaler::ConfigData gateway_scaling_defaults() {
+  return {{"allow-zero-initial-scale", "true"}, {"initial-scale", "0"}};
+}
+
+void autoscaling_keys(const std::string& source, const autoscaler::ConfigData& cluster,
+                      const std::vector<std::pair<std::string, YAML::Node>>& keys, const std::string& base,
+                      const YAML::Node& owner, Errors& errors, autoscaler::AutoscalerConfig& out) {
+  // Each key alone first, so that its error carries its own line; then all together (min-scale over
+  // max-scale and the like), at the owner's line.
+  autoscaler::ConfigData all;
+  bool each_ok = true;
+  for (const auto& [key, node] : keys) {
+    errors.attempt([&] {
+      auto value = scalar(source, node, base + "." + key);
+      try {
+        (void)autoscaler::config_from_data(cluster, {{key, value}});
+      } catch (const ConfigError& e) {
+        fail(source, node, base, e.what());
+      }
+      all[key] = value;
+    });
+    each_ok = each_ok && all.contains(key);
+  }
+  if (!each_ok) return;
+  errors.attempt([&] {
+    try {
+      out = autoscaler::config_from_data(cluster, all);
+    } catch (const ConfigError& e) {
+      fail(source, owner, base, e.what());
+    }
+  });
+}
 
 std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
                                                                      const std::string& default_host) {
@@ -293,6 +293,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       else if (key == "workers") g.workers = static_cast<unsigned>(integer(source, v, key, 0, 256));
       else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
       else if (key == "debounce") g.debounce = duration(source, v, key);
+      else if (key == "metadata-server") g.metadata_server = boolean(source, v, key);
       else if (key == "sandbox") {
         auto value = scalar(source, v, key);
         auto mode = parse_sandbox_mode(value);
@@ -321,7 +322,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       } else {
         fail(source, kv.first, key,
              "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
-             "status, debounce, sandbox, sandbox-network, features, autoscaler, services)");
+             "status, debounce, metadata-server, sandbox, sandbox-network, features, autoscaler, services)");
       }
     });
   }
@@ -384,6 +385,7 @@ GatewayConfig load_file(const std::string& path) {
   text << in.rdbuf();
   std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   if (base == "Procfile" || base.ends_with(".procfile")) return parse_procfile(text.str(), path);
+  if (is_knative(text.str())) return parse_knative(text.str(), path);
   return parse_yaml(text.str(), path);
 }
 

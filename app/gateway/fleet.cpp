@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <random>
 
 #include <boost/json/array.hpp>
 
@@ -122,7 +123,14 @@ Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_co
       housekeeping_timer_(control) {
   current_ = std::make_shared<GatewayConfig>(config);
   std::lock_guard lock(mu_);
-  for (const auto& sc : config.services) add_revision(sc, config, Phase::serving, "");
+  for (const auto& sc : config.services) {
+    for (auto earlier : sc.earlier) {  // a Knative file's older revisions of the Service
+      earlier.is_default = sc.is_default;
+      earlier.hosts = sc.hosts;
+      add_revision(earlier, config, Phase::serving, "");
+    }
+    assign_traffic(sc.name, sc.traffic, add_revision(sc, config, Phase::serving, ""));
+  }
 }
 
 Fleet::~Fleet() {
@@ -131,18 +139,47 @@ Fleet::~Fleet() {
   spawner_.join();
 }
 
-Fleet::Service* Fleet::route(std::string_view host) {
+Fleet::Service* Fleet::primary(const std::string& name) {
+  Service* best = nullptr;
+  for (auto& s : services_)
+    if (s->config.name == name && s->phase == Phase::serving && (!best || s->percent > best->percent)) best = s.get();
+  return best;
+}
+
+Fleet::Service* Fleet::route(std::string_view host, std::string_view tag) {
   if (auto colon = host.rfind(':'); colon != std::string_view::npos && host.find(']') == std::string_view::npos)
     host = host.substr(0, colon);
   else if (auto bracket = host.find("]:"); bracket != std::string_view::npos)
     host = host.substr(0, bracket + 1);
   auto h = lower(host);
+  const std::string* service = nullptr;
   for (auto& s : services_) {
     if (s->phase != Phase::serving) continue;
+    for (const auto& t : s->tags)  // <tag>-<service>.localhost
+      if (h.size() == t.size() + 1 + s->config.name.size() + 10 && h.starts_with(t) && h[t.size()] == '-' &&
+          h.compare(t.size() + 1, s->config.name.size(), s->config.name) == 0 && h.ends_with(".localhost"))
+        return s.get();
     for (const auto& name : s->config.hosts)
-      if (name == h) return s.get();
+      if (name == h) service = &s->config.name;
   }
-  return default_;
+  if (!service) service = &default_name_;
+  // Knative-Serving-Tag picks the tagged revision (an unknown tag: the split, as Knative does).
+  if (!tag.empty() && config_.features.tag_header_routing != FeatureState::disabled)
+    for (auto& s : services_)
+      if (s->phase == Phase::serving && s->config.name == *service &&
+          std::find(s->tags.begin(), s->tags.end(), tag) != s->tags.end())
+        return s.get();
+  // The percent split.
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  int roll = static_cast<int>(rng() % 100), seen = 0;
+  Service* last = nullptr;
+  for (auto& s : services_) {
+    if (s->phase != Phase::serving || s->config.name != *service || s->percent <= 0) continue;
+    last = s.get();
+    seen += s->percent;
+    if (roll < seen) return last;
+  }
+  return last;
 }
 
 std::shared_ptr<Instance> Fleet::pick(Service& s) const {
@@ -189,11 +226,11 @@ void Fleet::dispatch(Service& s, std::vector<std::string>& thaw) {
 }
 
 asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet::acquire(
-    std::string_view host, Clock::time_point deadline) {
+    std::string_view host, std::string_view tag, Clock::time_point deadline) {
   Service* s = nullptr;
   {
     std::lock_guard lock(mu_);
-    s = route(host);
+    s = route(host, tag);
   }
   if (!s) co_return proxy::BackendRefusal{404, "no service is routed for Host '" + std::string(host) + "'"};
   auto ex = co_await asio::this_coro::executor;
@@ -323,12 +360,12 @@ void Fleet::freeze_if_idle(Service& s, const std::shared_ptr<Instance>& inst) {
 
 void Fleet::on_connection() {
   // The request's Host is not known yet: warm the default service, whose requests these mostly are.
-  if (!default_) return;
   std::string id;
   {
     std::lock_guard lock(mu_);
-    if (!default_->throttling) return;
-    auto inst = pick(*default_);
+    auto* service = primary(default_name_);
+    if (!service || !service->throttling) return;
+    auto inst = pick(*service);
     if (!inst || !inst->frozen || inst->in_flight != 0) return;
     inst->frozen = false;
     inst->prewarm_until = Clock::now() + 1s;
@@ -370,6 +407,10 @@ void Fleet::launch(Service* s, std::shared_ptr<Instance> inst) {
   spec.handler = c.handler;
   spec.command = c.command;
   spec.env = c.env;
+  if (!metadata_host_.empty()) {
+    spec.env.emplace("GCE_METADATA_HOST", metadata_host_);
+    spec.env.emplace("GCE_METADATA_IP", metadata_host_);
+  }
   spec.working_dir = c.working_dir;
   spec.rootfs = c.rootfs;
   spec.port = inst->port;

@@ -73,7 +73,7 @@ class Fleet final : public proxy::Backends {
   ~Fleet() override;
 
   asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> acquire(
-      std::string_view host, Clock::time_point deadline) override;
+      std::string_view host, std::string_view tag, Clock::time_point deadline) override;
   void on_connection() override;
   void drop_waiters() override;
 
@@ -101,6 +101,11 @@ class Fleet final : public proxy::Backends {
   // On the control thread: files a service watches changed; it rolls over (build first, when it has one).
   // Changes seen (`last`) while the service's build ran are the build's own output and are ignored.
   void files_changed(const std::string& service, const std::string& what, Clock::time_point last);
+  // GCE_METADATA_HOST / GCE_METADATA_IP for instances started from now on ("ADDRESS:PORT"); before start().
+  void set_metadata_host(std::string host) { metadata_host_ = std::move(host); }
+  // Every running instance: id → pid, and what the metadata server tells it about itself.
+  std::vector<std::pair<std::string, int>> instance_pids() const;
+  std::optional<std::pair<std::string, std::string>> service_and_revision(const std::string& instance) const;
   // The services' current configs (what watchers watch).
   std::vector<ServiceConfig> service_configs() const;
 
@@ -123,6 +128,8 @@ class Fleet final : public proxy::Backends {
     Phase phase = Phase::serving;
     std::string reason;    // why this revision was made, or why it failed
     Service* successor = nullptr;  // retired: where its waiters went
+    int percent = 0;                // share of the service's requests (serving)
+    std::vector<std::string> tags;  // Knative-Serving-Tag values and <tag>-<service>.localhost hosts
     bool throttling = false, scale_to_zero = true;
     bool h2c = false;  // instances speak h2c
     std::vector<std::shared_ptr<Instance>> instances;
@@ -148,7 +155,11 @@ class Fleet final : public proxy::Backends {
   };
   class Hold;  // the lease's hold: releases the instance when the exchange ends
 
-  Service* route(std::string_view host);  // under mu_
+  Service* route(std::string_view host, std::string_view tag);  // under mu_
+  Service* primary(const std::string& name);  // the serving revision with the largest share, under mu_
+  // Under mu_: shares and tags from `traffic` (empty: all to `latest`); serving revisions left with
+  // neither retire, their waiters going to `latest`.
+  void assign_traffic(const std::string& name, const std::vector<TrafficTarget>& traffic, Service& latest);
   asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>> acquire_at(
       Service& s, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline, bool arrival);
   std::shared_ptr<Instance> pick(Service& s) const;
@@ -197,9 +208,10 @@ class Fleet final : public proxy::Backends {
     Clock::time_point started, finished;
   };
   std::map<std::string, Build> builds_;             // per service name
-  Service* default_ = nullptr;
+  std::string default_name_;  // the service requests with an unknown Host go to
   std::atomic<bool> stopping_{false};
   bool plain_output_ = false;
+  std::string metadata_host_;
   Tasks tasks_;
   // Instances are forked here: a thread that lives as long as the fleet, so that they die with it
   // (InstanceSpec::die_with_starter) even when the gateway is killed outright.

@@ -35,7 +35,7 @@ Fleet::Service& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig
   s->generation = ++generations_[sc.name];
   char number[16];
   std::snprintf(number, sizeof number, "%05d", s->generation);
-  s->revision = sc.name + "-" + number;
+  s->revision = sc.revision_name.empty() ? sc.name + "-" + number : sc.revision_name;
   s->phase = phase;
   s->reason = std::move(reason);
   s->throttling = throttling_on(g, sc) && runtime_.throttle().kind != runtime::ThrottleKind::none;
@@ -52,7 +52,7 @@ Fleet::Service& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig
                                                : std::max(sc.scaling.min_scale, sc.scaling.initial_scale));
   s->integral_since = now;
   s->stat_since = now;
-  if (sc.is_default && phase == Phase::serving) default_ = s.get();
+  if (sc.is_default) default_name_ = sc.name;
   services_.push_back(std::move(s));
   return *services_.back();
 }
@@ -67,7 +67,9 @@ Fleet::Service* Fleet::latest(const std::string& name) {
 void Fleet::promote(Service& next) {
   Service* old = nullptr;
   for (auto& s : services_)
-    if (s.get() != &next && s->config.name == next.config.name && s->phase == Phase::serving) old = s.get();
+    if (s.get() != &next && s->config.name == next.config.name && s->phase == Phase::serving &&
+        (!old || s->generation > old->generation))
+      old = s.get();
   if (old && old->generation > next.generation) {  // a newer one serves already: this one is too late
     next.phase = Phase::failed;
     next.reason = "superseded by " + old->revision;
@@ -75,17 +77,44 @@ void Fleet::promote(Service& next) {
   }
   next.phase = Phase::serving;
   next.validated = true;
-  if (next.config.is_default || default_ == old) default_ = next.config.is_default ? &next : nullptr;
-  log::info("revision " + next.revision + " is ready: traffic moves to it" + (old ? ", " + old->revision + " drains" : ""))
+  log::info("revision " + next.revision + " is ready: traffic moves to it" + (old ? " from " + old->revision : ""))
       .kv("event", "revision.serving").kv("service", next.config.name).kv("revision", next.revision)
       .kv("reason", next.reason).kv("previous", old ? old->revision : "");
-  if (old) retire(*old, &next);
+  assign_traffic(next.config.name, next.config.traffic, next);
+}
+
+void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTarget>& traffic, Service& latest) {
+  std::vector<Service*> serving;
+  for (auto& s : services_)
+    if (s->config.name == name && s->phase == Phase::serving) {
+      serving.push_back(s.get());
+      s->percent = 0;
+      s->tags.clear();
+    }
+  if (traffic.empty()) latest.percent = 100;
+  for (const auto& t : traffic) {
+    Service* target = &latest;
+    if (!t.revision.empty()) {
+      auto it = std::find_if(serving.begin(), serving.end(), [&](Service* s) { return s->revision == t.revision; });
+      if (it != serving.end()) {
+        target = *it;
+      } else {
+        log::warn("traffic names revision " + t.revision + ", which does not run here: its share goes to " + latest.revision)
+            .kv("event", "traffic.unknown_revision").kv("service", name);
+      }
+    }
+    target->percent += t.percent;
+    if (!t.tag.empty()) target->tags.push_back(t.tag);
+  }
+  for (auto* s : serving)
+    if (s != &latest && s->percent == 0 && s->tags.empty()) retire(*s, &latest);
 }
 
 void Fleet::retire(Service& old, Service* successor) {
   old.phase = Phase::retired;
   old.successor = successor;
-  if (default_ == &old) default_ = nullptr;
+  old.percent = 0;
+  old.tags.clear();
   // Requests waiting for the old revision wait for the new one instead; none is refused.
   account(old, Clock::now());
   if (successor) old.waiters.hand_all(Moved{successor});
@@ -115,7 +144,14 @@ void Fleet::apply(GatewayConfig next) {
         continue;
       }
     }
-    if (current->config.fingerprint != sc.fingerprint) roll(sc, g, "config changed");
+    if (current->config.fingerprint != sc.fingerprint) {
+      roll(sc, g, "config changed");
+    } else if (current->config.traffic != sc.traffic) {  // a new split is not a new revision (Knative's rule)
+      std::lock_guard lock(mu_);
+      current->config.traffic = sc.traffic;
+      if (current->phase == Phase::serving) assign_traffic(sc.name, sc.traffic, *current);
+      log::info("traffic of " + sc.name + " changed").kv("event", "traffic.changed").kv("service", sc.name);
+    }
   }
   {
     std::lock_guard lock(mu_);
@@ -224,6 +260,23 @@ void Fleet::run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g,
   log::info("build " + sc.name + " done").kv("event", "build.done").kv("service", sc.name).kv("ms", ms);
   finished(true);
   asio::post(control_, [this, sc, g, reason] { roll(sc, g, reason, true); });
+}
+
+std::vector<std::pair<std::string, int>> Fleet::instance_pids() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& s : services_)
+    for (const auto& i : s->instances)
+      if (i->pid > 0) out.emplace_back(i->id, i->pid);
+  return out;
+}
+
+std::optional<std::pair<std::string, std::string>> Fleet::service_and_revision(const std::string& instance) const {
+  std::lock_guard lock(mu_);
+  for (const auto& s : services_)
+    for (const auto& i : s->instances)
+      if (i->id == instance) return std::pair{s->config.name, s->revision};
+  return std::nullopt;
 }
 
 std::vector<ServiceConfig> Fleet::service_configs() const {

@@ -23,7 +23,9 @@ json::object Fleet::status() const {
   for (const auto& name : names) {
     const Service* main = nullptr;
     for (const auto& s : services_)
-      if (s->config.name == name && (s->phase == Phase::serving || !main)) main = s.get();
+      if (s->config.name == name && (!main || (s->phase == Phase::serving &&
+                                               (main->phase != Phase::serving || s->percent > main->percent))))
+        main = s.get();
     if (main->phase == Phase::retired && main->instances.empty()) continue;  // removed from the config
     const Service* s = main;
     json::object o;
@@ -57,7 +59,12 @@ json::object Fleet::status() const {
       json::object ro;
       ro["name"] = r->revision;
       ro["phase"] = std::string(to_string(r->phase));
-      ro["traffic_percent"] = r->phase == Phase::serving ? 100 : 0;
+      ro["traffic_percent"] = r->percent;
+      if (!r->tags.empty()) {
+        json::array tags;
+        for (const auto& t : r->tags) tags.emplace_back(t);
+        ro["tags"] = std::move(tags);
+      }
       if (!r->reason.empty()) ro["reason"] = r->reason;
       if (r->phase != Phase::serving) ro["in_flight"] = r->in_flight;
       revisions.emplace_back(std::move(ro));

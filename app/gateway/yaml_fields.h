@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "app/gateway/config.h"
+#include "autoscaler/config.h"
 #include "common/config_error.h"
 
 namespace sluice::app::gateway {
@@ -26,6 +27,16 @@ Millis duration(const std::string& source, const YAML::Node& n, const std::strin
 // A list is argv as is; a string runs in /bin/sh (a simple command exec'd by it).
 std::vector<std::string> command_of(const std::string& source, const YAML::Node& n, const std::string& path);
 std::vector<std::string> shell_command(const std::string& text);
+
+class Errors;
+
+// Autoscaling keys sluice adds over Knative's defaults for a gateway: nothing starts before it is asked for.
+autoscaler::ConfigData gateway_scaling_defaults();
+// A service's autoscaling keys (Knative's annotation names, without the prefix) over `cluster`: each key's
+// error at its own line, cross-key errors at `owner`'s; the result in `out` when all are valid.
+void autoscaling_keys(const std::string& source, const autoscaler::ConfigData& cluster,
+                      const std::vector<std::pair<std::string, YAML::Node>>& keys, const std::string& base,
+                      const YAML::Node& owner, Errors& errors, autoscaler::AutoscalerConfig& out);
 
 // Every error of one file, in the order found.
 class Errors {
