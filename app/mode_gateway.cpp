@@ -24,6 +24,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "app/gateway/config.h"
+#include "app/gateway/dashboard.h"
 #include "app/gateway/fleet.h"
 #include "app/gateway/json_text.h"
 #include "app/gateway/metadata.h"
@@ -265,7 +266,10 @@ int run_gateway(Args args) {
                                  if (target == "/metrics")
                                    co_return net::ControlResponse{200, "text/plain; version=0.0.4", fleet->prometheus()};
                                  if (target == "/healthz") co_return net::ControlResponse{200, "text/plain", "ok\n"};
-                                 co_return net::ControlResponse{404, "text/plain", "not found: try /.sluice/status or /metrics\n"};
+                                 if (target == "/" || target == "/index.html")
+                                   co_return net::ControlResponse{200, "text/html; charset=utf-8",
+                                                                    std::string(gw::dashboard_html())};
+                                 co_return net::ControlResponse{404, "text/plain", "not found: try /, /.sluice/status or /metrics\n"};
                                });
   // SIGHUP or an edit of the file: it is read again; a bad edit is reported (file:line) and the running
   // config stays. On the control thread.

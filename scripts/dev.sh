@@ -27,6 +27,8 @@ PACKAGES=(
   nginx-light wrk nghttp2-client
   runc busybox-static
   kubernetes-client
+  # The gateway's dashboard test loads the page in a headless browser.
+  chromium
   # grpc_tools (the scaler tests' Python stubs) imports pkg_resources without depending on it.
   python3-grpcio python3-grpc-tools python3-pkg-resources
 )

@@ -102,8 +102,9 @@ void Tasks::wait_all() {
 
 class Fleet::Hold {
  public:
-  Hold(Fleet& f, Service& s, std::shared_ptr<Instance> i) : fleet_(f), service_(s), instance_(std::move(i)) {}
-  ~Hold() { fleet_.release(service_, instance_); }
+  Hold(Fleet& f, Service& s, std::shared_ptr<Instance> i, Clock::time_point arrived)
+      : fleet_(f), service_(s), instance_(std::move(i)), arrived_(arrived) {}
+  ~Hold() { fleet_.release(service_, instance_, arrived_); }
   Hold(const Hold&) = delete;
   Hold& operator=(const Hold&) = delete;
 
@@ -111,6 +112,7 @@ class Fleet::Hold {
   Fleet& fleet_;
   Service& service_;
   std::shared_ptr<Instance> instance_;
+  Clock::time_point arrived_;
 };
 
 Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_context& control)
@@ -255,7 +257,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Fleet::
   std::vector<std::string> thaw;
   auto lease_of = [&](std::shared_ptr<Instance> inst) {
     return proxy::BackendLease{tcp::endpoint(inst->address, inst->port),
-                               std::make_shared<Hold>(*this, *s, inst), s->h2c,
+                               std::make_shared<Hold>(*this, *s, inst, now), s->h2c,
                                s->config.request_timeout.value_or(Millis{0})};
   };
   proxy::WaitQueue<Handed>::Ticket ticket;
@@ -323,12 +325,17 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Fleet::
                       : "service " + s->config.name + ": no instance was free within " + waited};
 }
 
-void Fleet::release(Service& s, const std::shared_ptr<Instance>& inst) {
+void Fleet::release(Service& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived) {
   std::vector<std::string> thaw;
   bool freeze = false;
+  const auto now = Clock::now();
   {
     std::lock_guard lock(mu_);
-    account(s, Clock::now());
+    account(s, now);
+    // Arrival to the end of the exchange, any wait in the buffer included: the dashboard's percentiles.
+    if (s.latencies_ms.size() < kLatenciesKept) s.latencies_ms.push_back(ms_between(arrived, now));
+    else s.latencies_ms[s.latency_next] = ms_between(arrived, now);
+    s.latency_next = (s.latency_next + 1) % kLatenciesKept;
     --inst->in_flight;
     --s.in_flight;
     if (inst->state == InstanceState::ready && !s.waiters.empty()) {
@@ -490,6 +497,10 @@ void Fleet::became_ready(Service& s, const std::shared_ptr<Instance>& inst) {
     if (s.cold_start_since) {
       s.last_cold_start_ms = ms_between(*s.cold_start_since, now);
       ++s.cold_starts;
+      s.cold_start_log.emplace_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count(),
+                                    s.last_cold_start_ms);
+      if (s.cold_start_log.size() > 50) s.cold_start_log.pop_front();
       log::info("cold start " + s.config.name + ": 0→1 in " + std::to_string(static_cast<long long>(s.last_cold_start_ms)) +
                 " ms (" + std::to_string(s.cold_start_buffered) + (s.cold_start_buffered == 1 ? " request" : " requests") +
                 " buffered)")

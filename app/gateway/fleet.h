@@ -68,6 +68,7 @@ class Tasks {
 
 class Fleet final : public proxy::Backends {
  public:
+  static constexpr std::size_t kLatenciesKept = 1024;
   // `control` is the io_context of the control thread, where scaling and lifecycle decisions run.
   Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_context& control);
   ~Fleet() override;
@@ -151,6 +152,9 @@ class Fleet final : public proxy::Backends {
     std::size_t cold_start_buffered = 0;
     std::uint64_t requests_total = 0, cold_starts = 0, crashes = 0, refused = 0;
     double last_cold_start_ms = -1;
+    std::deque<std::pair<std::int64_t, double>> cold_start_log;  // (unix ms, duration ms), the last 50
+    std::vector<double> latencies_ms;  // the last kLatenciesKept requests, arrival to end (a ring)
+    std::size_t latency_next = 0;
     bool validated = false;  // an instance has become ready at least once
   };
   class Hold;  // the lease's hold: releases the instance when the exchange ends
@@ -165,7 +169,7 @@ class Fleet final : public proxy::Backends {
   std::shared_ptr<Instance> pick(Service& s) const;
   void grant(Service& s, Instance& inst, std::vector<std::string>& thaw);
   void account(Service& s, Clock::time_point now);
-  void release(Service& s, const std::shared_ptr<Instance>& inst);
+  void release(Service& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived);
   void dispatch(Service& s, std::vector<std::string>& thaw);
   void thaw_all(const std::vector<std::string>& ids);
   void start_instance(Service& s, bool validation);  // under mu_

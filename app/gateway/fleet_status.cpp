@@ -50,6 +50,26 @@ json::object Fleet::status() const {
     o["validated"] = s->validated;
     if (s->last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(s->last_cold_start_ms * 10) / 10;
     if (!s->failed_reason.empty() && s->phase == Phase::serving) o["failed"] = s->failed_reason;
+    // Every revision's requests together: latency percentiles and the cold starts, oldest first.
+    std::vector<double> latencies;
+    std::vector<std::pair<std::int64_t, double>> cold;
+    for (const auto& r : services_)
+      if (r->config.name == name) {
+        latencies.insert(latencies.end(), r->latencies_ms.begin(), r->latencies_ms.end());
+        cold.insert(cold.end(), r->cold_start_log.begin(), r->cold_start_log.end());
+      }
+    if (!latencies.empty()) {
+      std::sort(latencies.begin(), latencies.end());
+      auto at = [&](double q) {
+        return std::round(latencies[std::min(latencies.size() - 1, static_cast<std::size_t>(q * static_cast<double>(latencies.size())))] * 100) / 100;
+      };
+      o["latency_ms"] = json::object{{"p50", at(0.5)}, {"p90", at(0.9)}, {"p99", at(0.99)},
+                                     {"samples", latencies.size()}};
+    }
+    std::sort(cold.begin(), cold.end());
+    json::array history;
+    for (const auto& [at, ms] : cold) history.emplace_back(json::object{{"at", at}, {"ms", std::round(ms * 10) / 10}});
+    o["cold_start_history"] = std::move(history);
     json::array revisions, instances;
     for (const auto& r : services_) {
       if (r->config.name != name) continue;
