@@ -26,8 +26,8 @@ std::string ipv4_text(std::uint32_t address);
 // How many /31 links a range holds.
 int pod_slots(int prefix);
 
-// Creates the namespace and link for `slot` of the range (in a thread of its own, so no caller's thread
-// ever changes namespace). False with `error` set; nothing is left behind then.
+// Creates the namespaces and link for `slot` of the range; the calling thread is back in its own namespaces
+// when this returns. False with `error` set; nothing is left behind then.
 bool create_pod_network(int slot, std::uint32_t range, PodNetwork& out, std::string& error);
 // Deletes the veth (both ends) and drops the namespace pins; the namespaces go with their last process.
 void destroy_pod_network(PodNetwork& net);

@@ -396,7 +396,8 @@ void Fleet::start_instance(Service& s, bool validation) {
   if (stopping_) return;
   auto inst = std::make_shared<Instance>();
   inst->id = s.config.name + "-" + std::to_string(++instance_numbers_[s.config.name]);
-  inst->port = s.config.port ? s.config.port : free_port();
+  // In a pod every instance has its own address and takes PORT 8080; on the host each needs a free port.
+  inst->port = s.config.port ? s.config.port : pods_.enabled() ? 8080 : free_port();
   inst->validation = validation;
   inst->created = Clock::now();
   s.instances.push_back(inst);

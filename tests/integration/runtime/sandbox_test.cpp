@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -259,6 +261,35 @@ TEST_F(SandboxTest, RunsAsTheConfiguredUserAndRefusesRootWhenBanned) {
   EXPECT_NE(started.error().find("runAsNonRoot"), std::string::npos) << started.error();
   EXPECT_EQ(rt_->status("u2")->reason,
             "runAsNonRoot is set but the instance would run as root (uid 0): set run-as-user to a non-zero uid");
+}
+
+TEST_F(SandboxTest, SandboxesMadeConcurrentlyGetAddressesOfTheirOwn) {
+  constexpr int kPods = 4;
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(kPods);
+  for (int i = 0; i < kPods; ++i)
+    threads.emplace_back([&, i] {
+      auto id = "cc" + std::to_string(i);
+      if (auto ok = rt_->run_pod_sandbox(PodSandboxConfig{id, {}}); !ok) errors[i] = ok.error();
+      else if (auto c = rt_->create(in_pod(id + "-app", id, "exec sleep 30")); !c) errors[i] = c.error();
+      else if (auto st = rt_->start(id + "-app"); !st) errors[i] = st.error();
+      (void)rt_->list_pod_sandbox();
+    });
+  for (auto& t : threads) t.join();
+  std::set<std::string> addresses;
+  for (int i = 0; i < kPods; ++i) {
+    EXPECT_EQ(errors[i], "") << i;
+    auto st = rt_->pod_sandbox_status("cc" + std::to_string(i));
+    ASSERT_TRUE(st);
+    made_.push_back(*st);
+    addresses.insert(st->address);
+  }
+  EXPECT_EQ(addresses.size(), static_cast<std::size_t>(kPods));
+  threads.clear();
+  for (int i = 0; i < kPods; ++i)
+    threads.emplace_back([&, i] { EXPECT_TRUE(rt_->remove_pod_sandbox("cc" + std::to_string(i))); });
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(rt_->list_pod_sandbox().empty());
 }
 
 TEST_F(SandboxTest, ALeftoverLinkWithItsSlotsNameIsReplaced) {
