@@ -100,9 +100,10 @@ run_gateway_demo() {
   for i in $(seq 400); do
     curl -sf "http://127.0.0.1:$admin/.sluice/status" 2>/dev/null | grep -q '"validated":true' && break
     kill -0 "$gateway_pid" 2>/dev/null || break
-    sleep 0.05
+    [ "$interrupted" = 0 ] || break
+    sleep 0.05 || true  # a Ctrl-C ends the sleep too: not an error (set -e)
   done
-  if kill -0 "$gateway_pid" 2>/dev/null; then
+  if [ "$interrupted" = 0 ] && kill -0 "$gateway_pid" 2>/dev/null; then
     echo
     curl -s -o /dev/null -w "first request:                                    %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/" || true
     for i in 1 2 3; do

@@ -153,35 +153,40 @@ Fleet::Service* Fleet::route(std::string_view host, std::string_view tag) {
     host = host.substr(0, colon);
   else if (auto bracket = host.find("]:"); bracket != std::string_view::npos)
     host = host.substr(0, bracket + 1);
+  // Lookups in indexes rebuilt when revisions change: the cost does not grow with the number of services.
   auto h = lower(host);
-  const std::string* service = nullptr;
-  for (auto& s : services_) {
-    if (s->phase != Phase::serving) continue;
-    for (const auto& t : s->tags)  // <tag>-<service>.localhost
-      if (h.size() == t.size() + 1 + s->config.name.size() + 10 && h.starts_with(t) && h[t.size()] == '-' &&
-          h.compare(t.size() + 1, s->config.name.size(), s->config.name) == 0 && h.ends_with(".localhost"))
-        return s.get();
-    for (const auto& name : s->config.hosts)
-      if (name == h) service = &s->config.name;
-  }
-  if (!service) service = &default_name_;
+  if (auto t = tag_host_index_.find(h); t != tag_host_index_.end()) return t->second;  // <tag>-<service>.localhost
+  auto named = host_index_.find(h);
+  const std::string& service = named != host_index_.end() ? named->second : default_name_;
+  auto serving = serving_index_.find(service);
+  if (serving == serving_index_.end()) return nullptr;
   // Knative-Serving-Tag picks the tagged revision (an unknown tag: the split, as Knative does).
   if (!tag.empty() && config_.features.tag_header_routing != FeatureState::disabled)
-    for (auto& s : services_)
-      if (s->phase == Phase::serving && s->config.name == *service &&
-          std::find(s->tags.begin(), s->tags.end(), tag) != s->tags.end())
-        return s.get();
+    for (auto* s : serving->second)
+      if (std::find(s->tags.begin(), s->tags.end(), tag) != s->tags.end()) return s;
   // The percent split.
   thread_local std::minstd_rand rng{std::random_device{}()};
   int roll = static_cast<int>(rng() % 100), seen = 0;
   Service* last = nullptr;
-  for (auto& s : services_) {
-    if (s->phase != Phase::serving || s->config.name != *service || s->percent <= 0) continue;
-    last = s.get();
+  for (auto* s : serving->second) {
+    if (s->percent <= 0) continue;
+    last = s;
     seen += s->percent;
     if (roll < seen) return last;
   }
   return last;
+}
+
+void Fleet::reindex() {
+  host_index_.clear();
+  tag_host_index_.clear();
+  serving_index_.clear();
+  for (auto& s : services_) {
+    if (s->phase != Phase::serving) continue;
+    serving_index_[s->config.name].push_back(s.get());
+    for (const auto& h : s->config.hosts) host_index_[h] = s->config.name;
+    for (const auto& t : s->tags) tag_host_index_[lower(t + "-" + s->config.name + ".localhost")] = s.get();
+  }
 }
 
 std::shared_ptr<Instance> Fleet::pick(Service& s) const {

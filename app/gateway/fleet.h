@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/thread_pool.hpp>
@@ -161,6 +162,7 @@ class Fleet final : public proxy::Backends {
 
   Service* route(std::string_view host, std::string_view tag);  // under mu_
   Service* primary(const std::string& name);  // the serving revision with the largest share, under mu_
+  void reindex();  // under mu_, after any change of revisions' phases, shares or tags
   // Under mu_: shares and tags from `traffic` (empty: all to `latest`); serving revisions left with
   // neither retire, their waiters going to `latest`.
   void assign_traffic(const std::string& name, const std::vector<TrafficTarget>& traffic, Service& latest);
@@ -213,6 +215,10 @@ class Fleet final : public proxy::Backends {
   };
   std::map<std::string, Build> builds_;             // per service name
   std::string default_name_;  // the service requests with an unknown Host go to
+  // What route() reads (under mu_), rebuilt by reindex() when revisions change, never per request.
+  std::unordered_map<std::string, std::string> host_index_;               // host → service
+  std::unordered_map<std::string, Service*> tag_host_index_;              // <tag>-<service>.localhost
+  std::unordered_map<std::string, std::vector<Service*>> serving_index_;  // service → serving revisions
   std::atomic<bool> stopping_{false};
   bool plain_output_ = false;
   std::string metadata_host_;

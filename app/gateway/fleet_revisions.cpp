@@ -54,6 +54,7 @@ Fleet::Service& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig
   s->stat_since = now;
   if (sc.is_default) default_name_ = sc.name;
   services_.push_back(std::move(s));
+  reindex();
   return *services_.back();
 }
 
@@ -108,6 +109,7 @@ void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTar
   }
   for (auto* s : serving)
     if (s != &latest && s->percent == 0 && s->tags.empty()) retire(*s, &latest);
+  reindex();
 }
 
 void Fleet::retire(Service& old, Service* successor) {
@@ -121,6 +123,7 @@ void Fleet::retire(Service& old, Service* successor) {
   else old.waiters.hand_all(proxy::BackendRefusal{503, "service " + old.config.name + " was removed from the config"});
   auto instances = old.instances;
   for (const auto& i : instances) drain_instance(old, i);
+  reindex();
 }
 
 void Fleet::apply(GatewayConfig next) {
