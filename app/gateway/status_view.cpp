@@ -172,7 +172,9 @@ asio::awaitable<void> StatusView::loop() {
       last_ = std::move(text);
       if (mode_ == Mode::tty) {
         auto width = terminal_width();
-        Screen::instance().draw(fit("\x1b[2m── sluice gateway ──\x1b[0m", width + 8) + "\n" + table(status, width));
+        // The title's escape sequences take no columns (8 bytes); width 0: the terminal did not say, no cut.
+        Screen::instance().draw(fit("\x1b[2m── sluice gateway ──\x1b[0m", width ? width + 8 : 0) + "\n" +
+                                table(status, width));
       } else {
         log::info("status").kv("event", "status").raw_json("status", json_text(status));
       }

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "tests/integration/gateway/gateway_harness.h"
@@ -324,6 +325,37 @@ TEST(GatewayDevLoop, CtrlCOnDevShRunDrainsAndExitsZero) {
   EXPECT_EQ(out.find("killing every instance"), std::string::npos) << out;
   EXPECT_NE(out.find("\"message\":\"stopped\""), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir)) << dir;
+}
+
+}  // namespace
+}  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+// On a terminal (a pty from script(1)) the table is redrawn in place: cursor up over the old table and
+// erase, then the new one — never a second copy below the first.
+TEST(GatewayDevLoop, OnATerminalTheTableIsRedrawnInPlace) {
+  int port = free_port(), admin = free_port();
+  const std::string command = std::string(SLUICE_BIN) + " gateway --listen 127.0.0.1:" + std::to_string(port) +
+                              " --admin 127.0.0.1:" + std::to_string(admin) + " -- " + DEMO_APP_BIN;
+  Process term(ProcessOptions{.argv = {"script", "-qfec", command, "/dev/null"}, .env = {{"COLUMNS", "120"}}});
+  ASSERT_TRUE(term.wait_for_line("listening", 20s)) << term.stdout_text();
+  ASSERT_TRUE(eventually([&] { return term.stdout_text().find("── sluice gateway ──") != std::string::npos; }, 10s));
+  ASSERT_EQ(curl({"http://127.0.0.1:" + std::to_string(port) + "/"}).exit_code, 0);
+  // A redraw: "\r ESC[<n>A ESC[J" erases the table the terminal shows, then the new one follows.
+  EXPECT_TRUE(eventually([&] {
+    auto out = term.stdout_text();
+    return std::regex_search(out, std::regex("\r\x1b\\[[0-9]+A\x1b\\[J"));
+  }, 10s)) << term.stdout_text();
+  // Log lines are plain text on a terminal, not JSON.
+  EXPECT_EQ(term.stdout_text().find("{\"severity\""), std::string::npos);
+  // The gateway's pid is in its state directory's name; it drains, and script(1) ends with it.
+  std::smatch m;
+  auto out = term.stdout_text();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("/tmp/sluice-([0-9]+)/logs"))) << out;
+  ::kill(std::stoi(m[1].str()), SIGTERM);
+  EXPECT_TRUE(term.wait_exit(30s));
 }
 
 }  // namespace
