@@ -18,7 +18,8 @@ constexpr std::string_view kUsage =
     "  gateway      local serverless gateway: sluice gateway -- CMD ARGS\n"
     "  run          run one app instance under the runtime: sluice run -- CMD ARGS\n"
     "  autoscaler   KPA tools: sluice autoscaler simulate --trace FILE.csv; autoscaler serve (KEDA)\n"
-    "Run 'sluice <mode> --help' for a mode's options.\n";
+    "  help         this text; --version prints the version\n"
+    "Run 'sluice <mode> --help' for a mode's options. The container image runs 'sluice sidecar'.\n";
 
 }  // namespace
 
@@ -27,15 +28,23 @@ int main(int argc, char** argv) {
   // TLS sockets itself (proxy/tls_socket.h) without MSG_NOSIGNAL. Children get the default back (spawn.cpp).
   std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string_view> args(argv + 1, argv + argc);
-  // Knative passes no arguments to the queue sidecar image: no mode means sidecar.
-  std::string_view mode = args.empty() ? "sidecar" : args.front();
-  if (!args.empty()) args.erase(args.begin());
+  // No mode is a person trying the binary: show what it does (the image's CMD names the sidecar mode).
+  if (args.empty()) {
+    std::fputs(kUsage.data(), stderr);
+    return 2;
+  }
+  std::string_view mode = args.front();
+  args.erase(args.begin());
   try {
     using namespace sluice::app;
     if (mode == "sidecar") return run_sidecar(args);
     if (mode == "gateway") return run_gateway(args);
     if (mode == "run") return run_instance(args);
     if (mode == "autoscaler") return run_autoscaler(args);
+    if (mode == "--version" || mode == "-V" || mode == "version") {
+      std::printf("sluice %s\n", SLUICE_VERSION);
+      return 0;
+    }
     if (mode == "--help" || mode == "-h" || mode == "help") {
       std::fputs(kUsage.data(), stdout);
       return 0;

@@ -2,14 +2,21 @@
 // fleet for an instance of the service the Host names; the fleet starts instances on demand (holding
 // requests in its cold-start buffer meanwhile), scales them with each service's KPA, freezes idle ones,
 // and on SIGTERM/SIGINT the gateway drains: no new connections, in-flight and buffered requests finish,
-// then every instance is stopped (SIGTERM, grace, SIGKILL) and the process exits 0.
+// then every instance is stopped (SIGTERM, grace, SIGKILL) and the process exits 0. A repeat of the
+// signal within a second is the same stop (a terminal's Ctrl-C and a wrapper script's SIGTERM arrive
+// together); one after that kills every instance and exits 130 at once. SIGHUP re-reads the config.
+// Whatever the exit, /tmp/sluice-<pid> (instance dirs and logs) goes with the gateway.
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -17,8 +24,12 @@
 #include <boost/json/serialize.hpp>
 
 #include "app/gateway/config.h"
+#include "app/gateway/dashboard.h"
 #include "app/gateway/fleet.h"
+#include "app/gateway/json_text.h"
+#include "app/gateway/metadata.h"
 #include "app/gateway/status_view.h"
+#include "app/gateway/watcher.h"
 #include "app/modes.h"
 #include "common/config_error.h"
 #include "common/log.h"
@@ -39,9 +50,9 @@ constexpr const char* kGatewayUsage =
     "With neither, ./sluice.yaml or ./Procfile is used when present.\n"
     "options:\n"
     "  --listen [ADDR:]PORT   where requests arrive (default 127.0.0.1:8080)\n"
-    "  --admin [ADDR:]PORT    /.sluice/status and /metrics (default 127.0.0.1:8022; 0: any free port)\n"
+    "  --admin [ADDR:]PORT    dashboard, /.sluice/status and /metrics (default 127.0.0.1:8079; 0: any free port)\n"
     "  --workers N            proxy worker threads (default: one per CPU)\n"
-    "  --status MODE          auto (table on a TTY, JSON lines otherwise), tty, json or none\n"
+    "  --status MODE          auto (table on a terminal, JSON lines otherwise), tty, json or none\n"
     "  --throttle MECH        auto, cgroup2-freeze, cgroup2-cpu-max, cgroup1-freezer, cgroup1-cfs-quota,\n"
     "                         sigstop or none (no throttling)\n"
     "  --no-throttle          the one-liner's service runs unthrottled\n"
@@ -58,6 +69,24 @@ std::pair<std::string, std::uint16_t> host_port_flag(const std::string& flag, co
                                                      const std::string& default_host) {
   if (auto hp = gw::parse_host_port(v, default_host)) return *hp;
   throw ConfigError("--" + flag + "=" + v + " is not [ADDRESS:]PORT");
+}
+
+// What a gateway killed outright (kill -9) left in the temp dir: /tmp/sluice-<pid> of a process that is gone.
+void sweep_leftover_state_dirs() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+    auto name = entry.path().filename().string();
+    if (!name.starts_with("sluice-") || name.size() == 7) continue;
+    auto digits = name.substr(7);
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    int pid = std::stoi(digits);
+    if (pid <= 1 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) != 0 || st.st_uid != ::getuid()) continue;
+    std::error_code rm;
+    std::filesystem::remove_all(entry.path(), rm);
+    log::info("removed what an earlier gateway left").kv("dir", entry.path().string());
+  }
 }
 
 Cli parse_cli(Args args) {
@@ -151,6 +180,7 @@ int run_gateway(Args args) {
     log::set_level(l);
   }
   if (cli.check) {
+    for (const auto& w : cfg.warnings) std::printf("warning: %s\n", w.c_str());
     std::printf("%s: ok, %zu service%s:", cfg.source.c_str(), cfg.services.size(), cfg.services.size() == 1 ? "" : "s");
     for (const auto& s : cfg.services) std::printf(" %s%s", s.name.c_str(), s.is_default ? " (default)" : "");
     std::printf("\n");
@@ -159,12 +189,15 @@ int run_gateway(Args args) {
 
   // Before any thread starts, so that every thread's signals reach the signal set.
   asio::io_context control(1);
-  asio::signal_set signals(control, SIGTERM, SIGINT);
+  asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
+  sweep_leftover_state_dirs();
+  const std::filesystem::path state_dir = std::filesystem::temp_directory_path() / ("sluice-" + std::to_string(::getpid()));
 
   std::atomic<gw::Fleet*> fleet_ptr{nullptr};
   runtime::RuntimeOptions ro;
   ro.throttle = cfg.throttle_mechanism;
   ro.sandbox_network = cfg.sandbox_network;
+  ro.state_dir = state_dir;
   ro.on_event = [&fleet_ptr](const runtime::Event& e) {
     if (auto* f = fleet_ptr.load()) f->on_runtime_event(e);
   };
@@ -178,14 +211,38 @@ int run_gateway(Args args) {
 
   auto fleet = std::make_shared<gw::Fleet>(cfg, runtime, control);
   fleet_ptr = fleet.get();
-  const bool terminal = cfg.status_output == "tty" || (cfg.status_output == "auto" && ::isatty(STDOUT_FILENO));
+  // Each field the file has that sluice does not use, said once (a reload says only new ones).
+  std::set<std::string> warned;
+  auto warn_ignored = [&warned](const std::vector<std::string>& warnings) {
+    for (const auto& w : warnings)
+      if (warned.insert(w).second) log::warn(w).kv("event", "config.ignored");
+  };
+  warn_ignored(cfg.warnings);
+  // The metadata server, on a loopback port of its own (Cloud Run's contract: GCE_METADATA_HOST).
+  std::unique_ptr<net::ControlListener> metadata;
+  if (cfg.metadata_server) {
+    metadata = std::make_unique<net::ControlListener>(
+        control, "metadata", "127.0.0.1", 0, [&](const net::ControlRequest& req) -> asio::awaitable<net::ControlResponse> {
+          std::optional<gw::MetadataCaller> caller;
+          auto peer = std::string(req[net::kPeerField]);
+          if (auto colon = peer.rfind(':'); colon != std::string::npos && peer.starts_with("127.0.0.1:")) {
+            auto client_port = static_cast<std::uint16_t>(std::stoul(peer.substr(colon + 1)));
+            if (auto id = gw::instance_of_connection(client_port, metadata->port(), fleet->instance_pids()))
+              if (auto sr = fleet->service_and_revision(*id)) caller = gw::MetadataCaller{*id, sr->first, sr->second};
+          }
+          co_return gw::metadata_answer(req, caller);
+        });
+    fleet->set_metadata_host("127.0.0.1:" + std::to_string(metadata->port()));
+  }
+  const bool terminal = gw::StatusView::is_terminal(cfg.status_output);
   fleet->set_plain_output(terminal);
   log::set_plain(terminal);
   {
     auto line = log::info("gateway starting");
     line.kv("event", "gateway").kv("throttle", runtime::to_string(runtime.throttle().kind))
         .kv("throttle_detail", runtime.throttle().detail)
-        .kv("sandbox", fleet->sandboxed() ? "pods" : "host-network");
+        .kv("sandbox", fleet->sandboxed() ? "pods" : "host-network")
+        .kv("instance_logs", (state_dir / "logs").string() + " (removed when the gateway exits)");
     for (const auto& s : cfg.services)
       line.kv("service." + s.name, std::string(gw::throttling_on(cfg, s) ? "throttled" : "unthrottled") +
                                        (gw::scale_to_zero_on(cfg, s) ? ", scales to zero" : ", min-scale ≥ 1"));
@@ -205,37 +262,84 @@ int run_gateway(Args args) {
                                  auto target = req.target();
                                  if (target == "/.sluice/status")
                                    co_return net::ControlResponse{200, "application/json",
-                                                                    boost::json::serialize(fleet->status()) + "\n"};
+                                                                    gw::json_text(fleet->status()) + "\n"};
                                  if (target == "/metrics")
                                    co_return net::ControlResponse{200, "text/plain; version=0.0.4", fleet->prometheus()};
                                  if (target == "/healthz") co_return net::ControlResponse{200, "text/plain", "ok\n"};
-                                 co_return net::ControlResponse{404, "text/plain", "not found: try /.sluice/status or /metrics\n"};
+                                 if (target == "/" || target == "/index.html")
+                                   co_return net::ControlResponse{200, "text/html; charset=utf-8",
+                                                                    std::string(gw::dashboard_html())};
+                                 co_return net::ControlResponse{404, "text/plain", "not found: try /, /.sluice/status or /metrics\n"};
                                });
+  // SIGHUP or an edit of the file: it is read again; a bad edit is reported (file:line) and the running
+  // config stays. On the control thread.
+  const bool from_file = cfg.source != "command line";
+  std::unique_ptr<gw::Watcher> watcher;
+  auto reload = [&] {
+    if (!from_file) {
+      log::info("nothing to reload: the service comes from the command line");
+      return;
+    }
+    try {
+      auto next = gw::load_file(cfg.source);
+      log::info("config reloaded").kv("event", "config.reloaded").kv("file", cfg.source)
+          .kv("services", static_cast<std::uint64_t>(next.services.size()));
+      auto services = next.services;
+      warn_ignored(next.warnings);
+      fleet->apply(std::move(next));
+      if (watcher) watcher->watch(services);
+    } catch (const ConfigError& e) {
+      log::error("config not reloaded: " + std::string(e.what()) + " (the running config stays)")
+          .kv("event", "config.invalid").kv("file", cfg.source).kv("error", e.what());
+    }
+  };
+  watcher = std::make_unique<gw::Watcher>(
+      control, from_file ? cfg.source : "", cfg.debounce, reload,
+      [&](const std::string& service, const std::string& what, std::chrono::steady_clock::time_point last) {
+        fleet->files_changed(service, what, last);
+      });
+  watcher->watch(cfg.services);
+  watcher->start();
   server.start();
   admin.start();
+  if (metadata) metadata->start();
   asio::post(control, [&] { fleet->start(); });
   gw::StatusView view(control, *fleet, cfg.status_output);
   view.start();
   log::info("listening").kv("listener", "admin").kv("address", cfg.admin_address).kv("port", static_cast<unsigned>(admin.port()));
+  if (metadata)
+    log::info("listening").kv("listener", "metadata").kv("address", "127.0.0.1").kv("port", static_cast<unsigned>(metadata->port()));
   // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening").kv("listener", "gateway").kv("address", cfg.listen_address)
       .kv("port", static_cast<unsigned>(server.port())).kv("workers", server.workers())
       .kv("services", static_cast<std::uint64_t>(cfg.services.size()));
 
+
   std::promise<void> finished;
   std::thread drainer;
   asio::co_spawn(control, [&]() -> asio::awaitable<void> {
-    bool first = true;
+    std::optional<std::chrono::steady_clock::time_point> stopping_since;
     while (true) {
       auto [ec, sig] = co_await signals.async_wait(asio::as_tuple(asio::use_awaitable));
       if (ec) co_return;
-      if (!first) {
+      if (sig == SIGHUP) {
+        if (!stopping_since) reload();
+        continue;
+      }
+      if (stopping_since) {
+        if (std::chrono::steady_clock::now() - *stopping_since < 1s) {
+          log::info("already draining (a second signal a second or more later kills at once)").kv("signal", sig);
+          continue;
+        }
         log::warn("second signal: killing every instance and exiting").kv("signal", sig);
         for (const auto& st : runtime.list())
           if (st.pid > 0 && st.state == runtime::InstanceState::running) ::kill(st.pid, SIGKILL);
+        std::error_code rm;
+        std::filesystem::remove_all(state_dir, rm);
         std::_Exit(130);
       }
-      first = false;
+      stopping_since = std::chrono::steady_clock::now();
+      watcher->stop();
       log::info("draining").kv("signal", sig).kv("open_connections", server.open_connections());
       view.stop();
       // Off the control thread: the fleet keeps starting instances for buffered requests meanwhile.
@@ -253,6 +357,7 @@ int run_gateway(Args args) {
   control.stop();
   control_thread.join();
   admin.close();  // the control thread is gone: nothing else touches the acceptor now
+  if (metadata) metadata->close();
   fleet_ptr = nullptr;
   log::info("stopped");
   return 0;

@@ -51,10 +51,14 @@ asio::awaitable<void> ControlListener::serve(tcp::socket socket) {
     auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow);
     (void)n;
     if (ec) break;
-    const auto& req = parser.get();
+    auto& req = parser.get();
+    error_code peer_ec;
+    auto peer = stream.socket().remote_endpoint(peer_ec);
+    req.set(kPeerField, peer_ec ? std::string() : peer.address().to_string() + ":" + std::to_string(peer.port()));
     ControlResponse r = co_await handler_(req);
     http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
     res.set(http::field::content_type, r.content_type);
+    for (const auto& [name, value] : r.headers) res.set(name, value);
     res.keep_alive(req.keep_alive());
     res.body() = std::move(r.body);
     res.prepare_payload();

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/net.h"
 
@@ -16,7 +18,12 @@ struct ControlResponse {
   unsigned status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // more fields (Metadata-Flavor, Cache-Control)
 };
+
+// The client's address and port as "ADDRESS:PORT", set by the listener on every request it hands over
+// (a client's own value of this field is replaced).
+inline constexpr const char* kPeerField = "X-Sluice-Peer";
 
 using ControlHandler = std::function<asio::awaitable<ControlResponse>(const ControlRequest&)>;
 

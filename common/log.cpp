@@ -87,8 +87,16 @@ void append_timestamp(std::string& out) {
   out.append(buf, static_cast<std::size_t>(n));
 }
 
+std::atomic<LineSink> g_sink{nullptr};
+
+void set_sink(LineSink sink) { g_sink.store(sink); }
+
 void write_line(std::string& line) {
   line.push_back('\n');
+  if (auto sink = g_sink.load(std::memory_order_acquire)) {
+    sink(line);
+    return;
+  }
   const char* p = line.data();
   std::size_t left = line.size();
   while (left > 0) {
@@ -175,6 +183,12 @@ Line& Line::kv(std::string_view k, double v) {
   char tmp[32];
   int n = std::snprintf(tmp, sizeof tmp, "%.6g", v);
   buf_.append(tmp, static_cast<std::size_t>(n));
+  return *this;
+}
+
+Line& Line::raw_json(std::string_view k, std::string_view json) {
+  if (!key(k)) return *this;
+  buf_ += json;
   return *this;
 }
 

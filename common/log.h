@@ -40,6 +40,8 @@ class Line {
   Line& kv(std::string_view key, std::uint64_t value);
   Line& kv(std::string_view key, double value);
   Line& kv(std::string_view key, bool value);
+  // `json` is a complete JSON value, written as is (plain lines show it as text too).
+  Line& raw_json(std::string_view key, std::string_view json);
 
  private:
   bool key(std::string_view k);  // appends the key; false when nothing is to be written
@@ -54,7 +56,10 @@ inline Line info(std::string_view m) { return Line(Level::info, m); }
 inline Line warn(std::string_view m) { return Line(Level::warn, m); }
 inline Line error(std::string_view m) { return Line(Level::error, m); }
 
-// Writes a complete line (a newline is appended) to stdout with a single write(2).
+// Writes a complete line (a newline is appended) to stdout with a single write(2), or hands it to the
+// sink when one is set (the gateway's terminal view keeps its table below the log lines so).
 void write_line(std::string& line);
+using LineSink = void (*)(std::string& line_with_newline);
+void set_sink(LineSink sink);  // nullptr: stdout again
 
 }  // namespace sluice::log

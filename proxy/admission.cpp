@@ -67,9 +67,13 @@ asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker,
   auto* backends = worker.shared.backends.get();
   if (!backends) co_return std::nullopt;
   auto host = req[http::field::host];
-  auto got = co_await backends->acquire(std::string_view(host.data(), host.size()), deadline);
+  auto tag = req["Knative-Serving-Tag"];
+  auto pending = backends->acquire(std::string_view(host.data(), host.size()), std::string_view(tag.data(), tag.size()),
+                                   deadline);  // named: no temporary inside co_await (STYLE.md)
+  auto got = co_await std::move(pending);
   if (auto* refusal = std::get_if<BackendRefusal>(&got))
-    co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504};
+    co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504,
+                          .retry_after_seconds = refusal->retry_after_seconds};
   lease.emplace(std::move(std::get<BackendLease>(got)));
   co_return std::nullopt;
 }

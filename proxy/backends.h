@@ -18,21 +18,24 @@ struct BackendLease {
   tcp::endpoint endpoint;
   std::shared_ptr<void> hold;
   bool h2c = false;  // the instance speaks h2c (prior knowledge), not HTTP/1.1
+  std::chrono::milliseconds request_timeout{0};  // a whole-exchange limit shorter than the proxy's; 0: the proxy's
 };
 
 // Why no instance was given: sent to the client as is.
 struct BackendRefusal {
   unsigned status = 503;
   std::string reason;
+  unsigned retry_after_seconds = 0;  // sent as Retry-After when not 0 (a service that failed to start)
 };
 
 class Backends {
  public:
   virtual ~Backends() = default;
 
-  // On the calling worker's executor: an instance for a request with this Host, waiting (cold start, every
-  // instance busy) until `deadline` at the latest.
+  // On the calling worker's executor: an instance for a request with this Host (and Knative-Serving-Tag,
+  // empty when absent), waiting (cold start, every instance busy) until `deadline` at the latest.
   virtual asio::awaitable<std::variant<BackendLease, BackendRefusal>> acquire(std::string_view host,
+                                                                              std::string_view tag,
                                                                               Clock::time_point deadline) = 0;
 
   // A client connected: a request is likely to follow, so work that takes a while (thawing an instance)

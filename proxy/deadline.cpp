@@ -21,11 +21,17 @@ Clock::time_point ExchangeDeadline::next_deadline() const {
     if (limit.count() > 0) d = std::min(d, base + limit);
   };
   if (!tunnel_) {
-    consider(start_, timeouts_.request);
+    consider(start_, request_limit_.count() > 0 ? request_limit_ : timeouts_.request);
     if (!response_started_) consider(start_, timeouts_.response_start);
   }
   consider(last_write_, timeouts_.idle);
   return d;
+}
+
+void ExchangeDeadline::limit_request(Millis request) {
+  if (request.count() <= 0 || (timeouts_.request.count() > 0 && request >= timeouts_.request)) return;
+  request_limit_ = request;
+  watchdog_.rearm();
 }
 
 void ExchangeDeadline::on_deadline() {

@@ -25,6 +25,8 @@ class ExchangeDeadline final : private Watchdog::Target {
   void wrote() { last_write_ = Clock::now(); }  // bytes went to the client
   void tunnel();                                // upgraded: only the idle limit is left
   bool passed() const { return passed_; }
+  // A shorter whole-exchange limit for this exchange (the gateway's per-service request timeout).
+  void limit_request(Millis request);
   Clock::time_point& last_write() { return last_write_; }  // for a tunnel's byte pumps
 
  private:
@@ -35,6 +37,7 @@ class ExchangeDeadline final : private Watchdog::Target {
   Owner& owner_;
   Clock::time_point start_;
   Clock::time_point last_write_;
+  Millis request_limit_{0};  // 0: timeouts_.request
   bool response_started_ = false;
   bool tunnel_ = false;
   bool passed_ = false;

@@ -56,6 +56,7 @@ struct LocalAnswer {
   bool exact_body = false;   // no trailing newline (the activator compares "queue" byte for byte)
   std::string network_hash;  // K-Network-Hash to echo, when not empty
   bool close = false;        // the connection ends after it (framing or deadline in doubt)
+  unsigned retry_after_seconds = 0;  // Retry-After, when not 0
 };
 
 // Receives a request's fields one by one, in order.

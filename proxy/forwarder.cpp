@@ -256,6 +256,7 @@ asio::awaitable<void> Forwarding::run() {
   if (auto refused = co_await pass_breaker(w, admit_by, slot)) co_return co_await answer(*refused);
   std::optional<BackendLease> lease;
   if (auto refused = co_await pass_backends(w, req_, admit_by, lease)) co_return co_await answer(*refused);
+  if (lease) deadline_.limit_request(lease->request_timeout);
   if (gone_) co_return co_await fail(Failure::client_gone, {});
 
   const BodyInfo body = down_.request_body();

@@ -30,6 +30,8 @@ PACKAGES=(
   nginx-light wrk nghttp2-client
   runc busybox-static
   kubernetes-client
+  # The gateway's dashboard test loads the page in a headless browser.
+  chromium
   # grpc_tools (the scaler tests' Python stubs) imports pkg_resources without depending on it.
   python3-grpcio python3-grpc-tools python3-pkg-resources
   # tests/support/otlp_receiver.py (the OTLP test collector) decodes with protoc-made Python classes.
@@ -65,32 +67,69 @@ build() {
   cmake --build --preset "$preset"
 }
 
+# Ctrl-C reaches the gateway straight from the terminal (same process group), so the script does not
+# send a second signal for it; a TERM to the script is passed on. The gateway drains and exits 0, and
+# so does the script; its /tmp/sluice-<pid> goes with it on every path (a kill -9 included).
+gateway_pid=""
+interrupted=0
+stop_gateway() {
+  interrupted=1
+  [ -n "$gateway_pid" ] || return 0
+  kill -TERM "$gateway_pid" 2>/dev/null || true
+}
+cleanup_gateway() {
+  [ -n "$gateway_pid" ] || return 0
+  if kill -0 "$gateway_pid" 2>/dev/null; then
+    kill -TERM "$gateway_pid" 2>/dev/null || true
+    wait "$gateway_pid" 2>/dev/null || true
+  fi
+  rm -rf "${TMPDIR:-/tmp}/sluice-$gateway_pid"
+}
+
 run_gateway_demo() {
-  deps
-  build release
-  local port=${PORT:-8080} admin=${ADMIN_PORT:-8022}
-  build/release/app/sluice gateway --listen "127.0.0.1:$port" --admin "127.0.0.1:$admin" "$@" \
-    -- build/release/demo/sluice-demo-app &
+  # SLUICE_SKIP_BUILD=1 with SLUICE_BIN/DEMO_APP_BIN: run what is built already (the script's own test).
+  if [ "${SLUICE_SKIP_BUILD:-0}" != 1 ]; then
+    deps
+    build release
+  fi
+  local port=${PORT:-8080} admin=${ADMIN_PORT:-8079}
+  local sluice=${SLUICE_BIN:-build/release/app/sluice} demo=${DEMO_APP_BIN:-build/release/demo/sluice-demo-app}
+  trap cleanup_gateway EXIT
+  trap 'stop_gateway' TERM
+  trap 'interrupted=1' INT
+  "$sluice" gateway --listen "127.0.0.1:$port" --admin "127.0.0.1:$admin" "$@" -- "$demo" &
   gateway_pid=$!  # global: the EXIT trap runs after this function has returned
-  trap 'kill -TERM "$gateway_pid" 2>/dev/null; wait "$gateway_pid" 2>/dev/null' EXIT INT TERM
   # The gateway first proves the app can start; as Knative does, it keeps that first instance for a
   # stable window (60 s) before scaling to zero.
   local i
   for i in $(seq 400); do
     curl -sf "http://127.0.0.1:$admin/.sluice/status" 2>/dev/null | grep -q '"validated":true' && break
-    kill -0 "$gateway_pid" 2>/dev/null || exit 1
-    sleep 0.05
+    kill -0 "$gateway_pid" 2>/dev/null || break
+    [ "$interrupted" = 0 ] || break
+    sleep 0.05 || true  # a Ctrl-C ends the sleep too: not an error (set -e)
   done
-  echo
-  curl -s -o /dev/null -w "first request:                                    %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/"
-  for i in 1 2 3; do
-    curl -s -o /dev/null -w "warm request:                                     %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/"
+  if [ "$interrupted" = 0 ] && kill -0 "$gateway_pid" 2>/dev/null; then
+    echo
+    curl -s -o /dev/null -w "first request:                                    %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/" || true
+    for i in 1 2 3; do
+      curl -s -o /dev/null -w "warm request:                                     %{http_code} in %{time_total} s\n" "http://127.0.0.1:$port/" || true
+    done
+    echo
+    echo "sluice gateway serves http://127.0.0.1:$port/ (dashboard and status: http://127.0.0.1:$admin/)."
+    echo "The app is frozen between requests and scales to zero a minute after the last one. Ctrl-C drains and stops."
+    echo
+  fi
+  # `wait` returns early when a trapped signal arrives: wait again until the gateway has really exited.
+  local rc=0
+  while :; do
+    interrupted=0
+    set +e
+    wait "$gateway_pid"
+    rc=$?
+    set -e
+    [ "$interrupted" = 1 ] || break
   done
-  echo
-  echo "sluice gateway serves http://127.0.0.1:$port/ (status: curl http://127.0.0.1:$admin/.sluice/status)."
-  echo "The app is frozen between requests and scales to zero a minute after the last one. Ctrl-C drains and stops."
-  echo
-  wait "$gateway_pid"
+  return "$rc"
 }
 
 run_demo() {

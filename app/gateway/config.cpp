@@ -6,57 +6,14 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
-#include <yaml-cpp/yaml.h>
-
-#include "autoscaler/go_duration.h"
+#include "app/gateway/yaml_fields.h"
 #include "common/config_error.h"
 #include "runtime/sandbox_net.h"
 
 namespace sluice::app::gateway {
 namespace {
-
-// Errors point at the file, the line and the key path (services.web.max-scale).
-[[noreturn]] void fail(const std::string& source, const YAML::Node& node, const std::string& path,
-                       const std::string& what) {
-  std::string where = source;
-  if (node.IsDefined() && node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
-  throw ConfigError(where + ": " + path + ": " + what);
-}
-
-std::string scalar(const std::string& source, const YAML::Node& n, const std::string& path) {
-  if (!n.IsScalar()) fail(source, n, path, "must be a single value");
-  return n.Scalar();
-}
-
-bool boolean(const std::string& source, const YAML::Node& n, const std::string& path) {
-  auto v = scalar(source, n, path);
-  if (v == "true" || v == "yes" || v == "on") return true;
-  if (v == "false" || v == "no" || v == "off") return false;
-  fail(source, n, path, "'" + v + "' is not true or false");
-}
-
-long long integer(const std::string& source, const YAML::Node& n, const std::string& path, long long lo,
-                  long long hi) {
-  auto v = scalar(source, n, path);
-  try {
-    size_t used = 0;
-    long long x = std::stoll(v, &used);
-    if (used == v.size() && x >= lo && x <= hi) return x;
-  } catch (const std::exception&) {
-  }
-  fail(source, n, path, "'" + v + "' is not a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-}
-
-// A Go duration ("90s", "1m30s", "500ms") or a plain number of seconds.
-Millis duration(const std::string& source, const YAML::Node& n, const std::string& path) {
-  auto v = scalar(source, n, path);
-  if (!v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    return std::chrono::seconds(std::stoll(v.substr(0, 9)));
-  if (auto d = autoscaler::parse_go_duration(v); d && *d >= autoscaler::Duration::zero())
-    return std::chrono::duration_cast<Millis>(*d);
-  fail(source, n, path, "'" + v + "' is not a duration such as 30s, 1m30s or 500ms");
-}
 
 FeatureState feature_state(const std::string& source, const YAML::Node& n, const std::string& path) {
   auto v = scalar(source, n, path);
@@ -73,123 +30,107 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& source, const
   fail(source, n, path, "'" + v + "' is not [ADDRESS:]PORT");
 }
 
-// A command given as one string runs in the shell, as Procfile lines do. A simple command is exec'd so
-// that the app itself is the instance's process and gets the signals; a compound one keeps its shell.
-std::vector<std::string> shell_command(const std::string& text) {
-  bool compound = text.find_first_of(";&|\n`()<>") != std::string::npos;
-  return {"/bin/sh", "-c", compound ? text : "exec " + text};
-}
-
-// A list is argv as is; a string is for the shell.
-std::vector<std::string> command_of(const std::string& source, const YAML::Node& n, const std::string& path) {
-  std::vector<std::string> argv;
-  if (n.IsScalar()) {
-    argv = shell_command(n.Scalar());
-  } else if (n.IsSequence()) {
-    for (std::size_t i = 0; i < n.size(); ++i) argv.push_back(scalar(source, n[i], path + "[" + std::to_string(i) + "]"));
-  } else {
-    fail(source, n, path, "must be a string (run by /bin/sh) or a list of arguments");
-  }
-  if (argv.empty() || argv[0].empty()) fail(source, n, path, "is empty");
-  return argv;
-}
-
-// Autoscaling keys sluice adds over Knative's defaults for a gateway: nothing starts before it is asked for.
-autoscaler::ConfigData gateway_scaling_defaults() {
-  return {{"allow-zero-initial-scale", "true"}, {"initial-scale", "0"}};
-}
-
-// The gateway's `autoscaler:` block is the ConfigMap; a service's own keys are its revision's annotations
-// (Knative's stricter annotation ranges apply to those).
-autoscaler::AutoscalerConfig scaling_from(const autoscaler::ConfigData& cluster, const autoscaler::ConfigData& revision,
-                                          const std::string& where) {
-  try {
-    return autoscaler::config_from_data(cluster, revision);
-  } catch (const ConfigError& e) {
-    throw ConfigError(where + ": " + e.what());
-  }
-}
-
 const std::set<std::string, std::less<>>& service_keys() {
   static const std::set<std::string, std::less<>> keys = {
       "command", "env", "working-dir", "handler", "rootfs", "port", "hosts", "default", "readiness-path",
       "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features",
-      "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start"};
+      "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start",
+      "request-timeout", "watch", "build"};
   return keys;
 }
 
+// A list of strings, or one string.
+std::vector<std::string> strings(const std::string& source, const YAML::Node& v, const std::string& path) {
+  std::vector<std::string> out;
+  if (v.IsScalar()) out.push_back(v.Scalar());
+  else if (v.IsSequence())
+    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(scalar(source, v[i], path + "[" + std::to_string(i) + "]"));
+  else fail(source, v, path, "must be a string or a list of them");
+  return out;
+}
+
+void service_key(const std::string& source, ServiceConfig& s, const std::string& key, const YAML::Node& v,
+                 const std::string& path) {
+  if (key == "command") s.command = command_of(source, v, path);
+  else if (key == "working-dir") s.working_dir = scalar(source, v, path);
+  else if (key == "handler") s.handler = scalar(source, v, path);
+  else if (key == "rootfs") s.rootfs = scalar(source, v, path);
+  else if (key == "port") s.port = static_cast<std::uint16_t>(integer(source, v, path, 0, 65535));
+  else if (key == "default") s.is_default = boolean(source, v, path);
+  else if (key == "readiness-path") s.readiness_path = scalar(source, v, path);
+  else if (key == "start-deadline") s.start_deadline = duration(source, v, path);
+  else if (key == "grace-period") s.grace = duration(source, v, path);
+  else if (key == "buffer-size") s.buffer_size = static_cast<std::size_t>(integer(source, v, path, 0, 1000000));
+  else if (key == "buffer-timeout") s.buffer_timeout = duration(source, v, path);
+  else if (key == "request-timeout") {
+    s.request_timeout = duration(source, v, path);
+    if (s.request_timeout->count() <= 0) fail(source, v, path, "must be longer than 0s");
+  } else if (key == "validate") s.validate = boolean(source, v, path);
+  else if (key == "run-as-user") s.run_as_user = static_cast<int>(integer(source, v, path, 0, 2147483646));
+  else if (key == "run-as-group") s.run_as_group = static_cast<int>(integer(source, v, path, 0, 2147483646));
+  else if (key == "run-as-non-root") s.run_as_non_root = boolean(source, v, path);
+  else if (key == "pre-stop") s.pre_stop = command_of(source, v, path);
+  else if (key == "post-start") s.post_start = command_of(source, v, path);
+  else if (key == "build") s.build = command_of(source, v, path);
+  else if (key == "watch") {
+    s.watch = strings(source, v, path);
+    for (const auto& g : s.watch)
+      if (g.empty()) fail(source, v, path, "an empty pattern");
+  } else if (key == "memory") {
+    auto text = scalar(source, v, path);
+    s.memory_bytes = parse_memory_quantity(text);
+    if (!s.memory_bytes || *s.memory_bytes < (4U << 20))
+      fail(source, v, path, "'" + text + "' is not a memory size of at least 4Mi such as 256Mi, 1Gi or 500M");
+  } else if (key == "cpu") {
+    auto text = scalar(source, v, path);
+    s.cpu_millis = parse_cpu_quantity(text);
+    if (!s.cpu_millis || *s.cpu_millis < 10)
+      fail(source, v, path, "'" + text + "' is not a CPU amount of at least 10m such as 500m, 0.5 or 2");
+  } else if (key == "env") {
+    if (!v.IsMap()) fail(source, v, path, "must be a mapping of NAME: value");
+    for (const auto& e : v) s.env[e.first.Scalar()] = scalar(source, e.second, path + "." + e.first.Scalar());
+  } else if (key == "hosts") {
+    s.hosts = strings(source, v, path);
+  } else if (key == "features") {
+    if (!v.IsMap()) fail(source, v, path, "must be a mapping such as {throttling: true}");
+    for (const auto& f : v) {
+      const std::string fk = f.first.Scalar(), fpath = path + "." + fk;
+      if (fk == "throttling") s.throttling = boolean(source, f.second, fpath);
+      else if (fk == "scale-to-zero") s.scale_to_zero = boolean(source, f.second, fpath);
+      else if (fk == "h2c-upstream") s.h2c_upstream = boolean(source, f.second, fpath);
+      else fail(source, f.first, fpath, "unknown feature (allowed: throttling, scale-to-zero, h2c-upstream)");
+    }
+  }
+}
+
 ServiceConfig parse_service(const std::string& source, const std::string& name, const YAML::Node& n,
-                            const autoscaler::ConfigData& gateway_scaling) {
+                            const autoscaler::ConfigData& gateway_scaling, const YAML::Node& root_settings,
+                            Errors& errors) {
   const std::string base = "services." + name;
-  if (!n.IsMap()) fail(source, n, base, "must be a mapping of settings (command, hosts, ...)");
   ServiceConfig s;
   s.name = name;
-  autoscaler::ConfigData scaling;
+  s.where = where(source, n);
+  s.fingerprint = YAML::Dump(n) + "\n--\n" + YAML::Dump(root_settings);
+  if (!n.IsMap()) {
+    errors.attempt([&] { fail(source, n, base, "must be a mapping of settings (command, hosts, ...)"); });
+    return s;
+  }
+  std::vector<std::pair<std::string, YAML::Node>> scaling;
   for (const auto& kv : n) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
-    const std::string path = base + "." + key;
     if (!service_keys().contains(key)) {
-      scaling[key] = scalar(source, v, path);  // an autoscaling key (Knative's names) or an error below
+      scaling.emplace_back(key, v);  // an autoscaling key (Knative's names) or an error below
       continue;
     }
-    if (key == "command") s.command = command_of(source, v, path);
-    else if (key == "working-dir") s.working_dir = scalar(source, v, path);
-    else if (key == "handler") s.handler = scalar(source, v, path);
-    else if (key == "rootfs") s.rootfs = scalar(source, v, path);
-    else if (key == "port") s.port = static_cast<std::uint16_t>(integer(source, v, path, 0, 65535));
-    else if (key == "default") s.is_default = boolean(source, v, path);
-    else if (key == "readiness-path") s.readiness_path = scalar(source, v, path);
-    else if (key == "start-deadline") s.start_deadline = duration(source, v, path);
-    else if (key == "grace-period") s.grace = duration(source, v, path);
-    else if (key == "buffer-size") s.buffer_size = static_cast<std::size_t>(integer(source, v, path, 0, 1000000));
-    else if (key == "buffer-timeout") s.buffer_timeout = duration(source, v, path);
-    else if (key == "validate") s.validate = boolean(source, v, path);
-    else if (key == "run-as-user") s.run_as_user = static_cast<int>(integer(source, v, path, 0, 2147483646));
-    else if (key == "run-as-group") s.run_as_group = static_cast<int>(integer(source, v, path, 0, 2147483646));
-    else if (key == "run-as-non-root") s.run_as_non_root = boolean(source, v, path);
-    else if (key == "pre-stop") s.pre_stop = command_of(source, v, path);
-    else if (key == "post-start") s.post_start = command_of(source, v, path);
-    else if (key == "memory") {
-      auto text = scalar(source, v, path);
-      s.memory_bytes = parse_memory_quantity(text);
-      if (!s.memory_bytes || *s.memory_bytes < (4U << 20))
-        fail(source, v, path, "'" + text + "' is not a memory size of at least 4Mi such as 256Mi, 1Gi or 500M");
-    } else if (key == "cpu") {
-      auto text = scalar(source, v, path);
-      s.cpu_millis = parse_cpu_quantity(text);
-      if (!s.cpu_millis || *s.cpu_millis < 10)
-        fail(source, v, path, "'" + text + "' is not a CPU amount of at least 10m such as 500m, 0.5 or 2");
-    } else if (key == "env") {
-      if (!v.IsMap()) fail(source, v, path, "must be a mapping of NAME: value");
-      for (const auto& e : v) s.env[e.first.Scalar()] = scalar(source, e.second, path + "." + e.first.Scalar());
-    } else if (key == "hosts") {
-      if (v.IsScalar()) s.hosts.push_back(v.Scalar());
-      else if (v.IsSequence())
-        for (std::size_t i = 0; i < v.size(); ++i) s.hosts.push_back(scalar(source, v[i], path));
-      else fail(source, v, path, "must be a host name or a list of them");
-    } else if (key == "features") {
-      if (!v.IsMap()) fail(source, v, path, "must be a mapping such as {throttling: true}");
-      for (const auto& f : v) {
-        const std::string fk = f.first.Scalar(), fpath = path + "." + fk;
-        if (fk == "throttling") s.throttling = boolean(source, f.second, fpath);
-        else if (fk == "scale-to-zero") s.scale_to_zero = boolean(source, f.second, fpath);
-        else if (fk == "h2c-upstream") s.h2c_upstream = boolean(source, f.second, fpath);
-        else fail(source, f.first, fpath, "unknown feature (allowed: throttling, scale-to-zero, h2c-upstream)");
-      }
-    }
+    errors.attempt([&] { service_key(source, s, key, v, base + "." + key); });
   }
-  if (s.command.empty()) fail(source, n, base + ".command", "is required");
+  if (s.command.empty() && !n["command"].IsDefined())
+    errors.attempt([&] { fail(source, n, base + ".command", "is required"); });
   if (s.hosts.empty()) s.hosts.push_back(name + ".localhost");
-  s.scaling = scaling_from(gateway_scaling, scaling, source + ": " + base);
+  s.scaling = autoscaler::config_from_data(gateway_scaling);
+  autoscaling_keys(source, gateway_scaling, scaling, base, n, errors, s.scaling);
   return s;
-}
-
-void feature_opt_in(const std::string& source, const std::string& service, const char* key, FeatureState state,
-                    const std::optional<bool>& opt_in) {
-  if (state == FeatureState::disabled && opt_in.value_or(false))
-    throw ConfigError(source + ": services." + service + ".features." + key +
-                      ": the feature is disabled for this gateway (features." + key + ": disabled)");
 }
 
 bool feature_on(FeatureState state, const std::optional<bool>& opt_in) {
@@ -207,6 +148,40 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
+
+// Autoscaling keys sluice adds over Knative's defaults for a gateway: nothing starts before it is asked for.
+autoscaler::ConfigData gateway_scaling_defaults() {
+  return {{"allow-zero-initial-scale", "true"}, {"initial-scale", "0"}};
+}
+
+void autoscaling_keys(const std::string& source, const autoscaler::ConfigData& cluster,
+                      const std::vector<std::pair<std::string, YAML::Node>>& keys, const std::string& base,
+                      const YAML::Node& owner, Errors& errors, autoscaler::AutoscalerConfig& out) {
+  // Each key alone first, so that its error carries its own line; then all together (min-scale over
+  // max-scale and the like), at the owner's line.
+  autoscaler::ConfigData all;
+  bool each_ok = true;
+  for (const auto& [key, node] : keys) {
+    errors.attempt([&] {
+      auto value = scalar(source, node, base + "." + key);
+      try {
+        (void)autoscaler::config_from_data(cluster, {{key, value}});
+      } catch (const ConfigError& e) {
+        fail(source, node, base, e.what());
+      }
+      all[key] = value;
+    });
+    each_ok = each_ok && all.contains(key);
+  }
+  if (!each_ok) return;
+  errors.attempt([&] {
+    try {
+      out = autoscaler::config_from_data(cluster, all);
+    } catch (const ConfigError& e) {
+      fail(source, owner, base, e.what());
+    }
+  });
+}
 
 std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
                                                                      const std::string& default_host) {
@@ -268,85 +243,138 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
   if (!root.IsMap()) throw ConfigError(source + ": must be a YAML mapping with a 'services' key");
   GatewayConfig g;
   g.source = source;
+  Errors errors;
   autoscaler::ConfigData scaling = gateway_scaling_defaults();
   YAML::Node services;
   for (const auto& kv : root) {
     const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
-    if (key == "listen") std::tie(g.listen_address, g.port) = host_port(source, v, key, g.listen_address);
-    else if (key == "admin") std::tie(g.admin_address, g.admin_port) = host_port(source, v, key, g.admin_address);
-    else if (key == "request-timeout") g.request_timeout = duration(source, v, key);
-    else if (key == "drain-timeout") g.drain_timeout = duration(source, v, key);
-    else if (key == "workers") g.workers = static_cast<unsigned>(integer(source, v, key, 0, 256));
-    else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
-    else if (key == "sandbox") {
-      auto value = scalar(source, v, key);
-      auto mode = parse_sandbox_mode(value);
-      if (!mode) fail(source, v, key, "'" + value + "' is not auto, on or off");
-      g.sandbox = *mode;
-    } else if (key == "sandbox-network") {
-      g.sandbox_network = scalar(source, v, key);
-      if (!runtime::parse_cidr(g.sandbox_network))
-        fail(source, v, key, "'" + g.sandbox_network + "' is not an IPv4 range such as 169.254.64.0/18 (prefix 8 to 30)");
-    }
-    else if (key == "status") {
-      g.status_output = scalar(source, v, key);
-      if (g.status_output != "auto" && g.status_output != "tty" && g.status_output != "json" && g.status_output != "none")
-        fail(source, v, key, "'" + g.status_output + "' is not auto, tty, json or none");
-    } else if (key == "features") {
-      if (!v.IsMap()) fail(source, v, key, "must be a mapping such as {throttling: allowed}");
-      for (const auto& f : v) {
-        const std::string fk = f.first.Scalar(), path = "features." + fk;
-        if (fk == "throttling") g.features.throttling = feature_state(source, f.second, path);
-        else if (fk == "scale-to-zero") g.features.scale_to_zero = feature_state(source, f.second, path);
-        else if (fk == "h2c-upstream") g.features.h2c_upstream = feature_state(source, f.second, path);
-        else fail(source, f.first, path, "unknown feature (allowed: throttling, scale-to-zero, h2c-upstream)");
-      }
-    } else if (key == "autoscaler") {
-      if (!v.IsMap()) fail(source, v, key, "must be a mapping of config-autoscaler keys");
-      for (const auto& a : v) scaling[a.first.Scalar()] = scalar(source, a.second, key + "." + a.first.Scalar());
-      (void)scaling_from(scaling, {}, source + ": autoscaler");
-    } else if (key == "services") {
+    if (key == "services") {
       services = v;
-    } else {
-      fail(source, kv.first, key,
-           "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
-           "status, sandbox, sandbox-network, features, autoscaler, services)");
+      continue;
     }
+    if (key == "autoscaler") {
+      if (!v.IsMap()) {
+        errors.attempt([&] { fail(source, v, key, "must be a mapping of config-autoscaler keys"); });
+        continue;
+      }
+      std::vector<std::pair<std::string, YAML::Node>> keys;
+      for (const auto& a : v) keys.emplace_back(a.first.Scalar(), a.second);
+      // The block is the ConfigMap: each key checked as ConfigMap data (no revision keys).
+      autoscaler::AutoscalerConfig unused;
+      autoscaler::ConfigData block = scaling;
+      for (const auto& [k, node] : keys)
+        errors.attempt([&, &k = k, &node = node] {
+          auto value = scalar(source, node, key + "." + k);
+          autoscaler::ConfigData one = gateway_scaling_defaults();
+          one[k] = value;
+          try {
+            (void)autoscaler::config_from_data(one);
+          } catch (const ConfigError& e) {
+            fail(source, node, key, e.what());
+          }
+          block[k] = value;
+        });
+      errors.attempt([&] {
+        try {
+          (void)autoscaler::config_from_data(block);
+        } catch (const ConfigError& e) {
+          fail(source, v, key, e.what());
+        }
+        scaling = block;
+      });
+      continue;
+    }
+    errors.attempt([&] {
+      if (key == "listen") std::tie(g.listen_address, g.port) = host_port(source, v, key, g.listen_address);
+      else if (key == "admin") std::tie(g.admin_address, g.admin_port) = host_port(source, v, key, g.admin_address);
+      else if (key == "request-timeout") g.request_timeout = duration(source, v, key);
+      else if (key == "drain-timeout") g.drain_timeout = duration(source, v, key);
+      else if (key == "workers") g.workers = static_cast<unsigned>(integer(source, v, key, 0, 256));
+      else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
+      else if (key == "debounce") g.debounce = duration(source, v, key);
+      else if (key == "metadata-server") g.metadata_server = boolean(source, v, key);
+      else if (key == "sandbox") {
+        auto value = scalar(source, v, key);
+        auto mode = parse_sandbox_mode(value);
+        if (!mode) fail(source, v, key, "'" + value + "' is not auto, on or off");
+        g.sandbox = *mode;
+      } else if (key == "sandbox-network") {
+        g.sandbox_network = scalar(source, v, key);
+        if (!runtime::parse_cidr(g.sandbox_network))
+          fail(source, v, key, "'" + g.sandbox_network + "' is not an IPv4 range such as 169.254.64.0/18 (prefix 8 to 30)");
+      } else if (key == "status") {
+        g.status_output = scalar(source, v, key);
+        if (g.status_output != "auto" && g.status_output != "tty" && g.status_output != "json" && g.status_output != "none")
+          fail(source, v, key, "'" + g.status_output + "' is not auto, tty, json or none");
+      } else if (key == "features") {
+        if (!v.IsMap()) fail(source, v, key, "must be a mapping such as {throttling: allowed}");
+        for (const auto& f : v) {
+          const std::string fk = f.first.Scalar(), path = "features." + fk;
+          errors.attempt([&] {
+            if (fk == "throttling") g.features.throttling = feature_state(source, f.second, path);
+            else if (fk == "scale-to-zero") g.features.scale_to_zero = feature_state(source, f.second, path);
+            else if (fk == "h2c-upstream") g.features.h2c_upstream = feature_state(source, f.second, path);
+            else if (fk == "tag-header-based-routing") g.features.tag_header_routing = feature_state(source, f.second, path);
+            else fail(source, f.first, path, "unknown feature (allowed: throttling, scale-to-zero, h2c-upstream, tag-header-based-routing)");
+          });
+        }
+      } else {
+        fail(source, kv.first, key,
+             "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
+             "status, debounce, metadata-server, sandbox, sandbox-network, features, autoscaler, services)");
+      }
+    });
   }
-  if (!services.IsDefined() || !services.IsMap() || services.size() == 0)
-    fail(source, services.IsDefined() ? services : root, "services", "must map service names to their settings");
-  for (const auto& kv : services) g.services.push_back(parse_service(source, kv.first.Scalar(), kv.second, scaling));
-  validate(g);
+  if (!services.IsDefined() || !services.IsMap() || services.size() == 0) {
+    errors.attempt([&] {
+      fail(source, services.IsDefined() ? services : root, "services", "must map service names to their settings");
+    });
+  } else {
+    // What every service inherits (the autoscaler block, features): a change there changes them all.
+    YAML::Node inherited(YAML::NodeType::Map);
+    if (root["autoscaler"]) inherited["autoscaler"] = root["autoscaler"];
+    if (root["features"]) inherited["features"] = root["features"];
+    for (const auto& kv : services)
+      g.services.push_back(parse_service(source, kv.first.Scalar(), kv.second, scaling, inherited, errors));
+  }
+  errors.attempt([&] { validate(g); });
+  errors.throw_if_any(source);
   return g;
 }
 
 GatewayConfig parse_procfile(const std::string& text, const std::string& source) {
   GatewayConfig g;
   g.source = source;
+  Errors errors;
   std::istringstream in(text);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     auto first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
     auto colon = line.find(':');
-    auto where = source + ":" + std::to_string(number);
-    if (colon == std::string::npos) throw ConfigError(where + ": expected 'name: command'");
-    std::string name = line.substr(first, colon - first);
+    auto at = source + ":" + std::to_string(number);
+    std::string name = colon == std::string::npos ? "" : line.substr(first, colon - first);
     while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.pop_back();
-    std::string command = line.substr(colon + 1);
+    std::string command = colon == std::string::npos ? "" : line.substr(colon + 1);
     command.erase(0, command.find_first_not_of(" \t"));
-    if (name.empty() || command.empty()) throw ConfigError(where + ": expected 'name: command'");
+    if (name.empty() || command.empty()) {
+      errors.add(at + ": expected 'name: command'");
+      continue;
+    }
     ServiceConfig s;
     s.name = name;
+    s.where = at;
+    s.fingerprint = command;
     s.command = shell_command(command);
     s.hosts = {name + ".localhost"};
     s.is_default = g.services.empty();
     s.scaling = autoscaler::config_from_data(gateway_scaling_defaults());
     g.services.push_back(std::move(s));
   }
-  if (g.services.empty()) throw ConfigError(source + ": no 'name: command' line");
-  validate(g);
+  if (g.services.empty() && errors.empty()) errors.add(source + ": no 'name: command' line");
+  errors.attempt([&] { validate(g); });
+  errors.throw_if_any(source);
   return g;
 }
 
@@ -357,38 +385,42 @@ GatewayConfig load_file(const std::string& path) {
   text << in.rdbuf();
   std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   if (base == "Procfile" || base.ends_with(".procfile")) return parse_procfile(text.str(), path);
+  if (is_knative(text.str())) return parse_knative(text.str(), path);
   return parse_yaml(text.str(), path);
 }
 
 void validate(GatewayConfig& g) {
+  Errors errors;
   std::set<std::string> names, hosts;
   int defaults = 0;
   for (auto& s : g.services) {
-    const std::string base = g.source + ": services." + s.name;
+    const std::string base = (s.where.empty() ? g.source : s.where) + ": services." + s.name;
     if (s.name.empty() || !std::all_of(s.name.begin(), s.name.end(), [](char c) {
           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
         }))
-      throw ConfigError(g.source + ": service name '" + s.name + "' may use only letters, digits, '-', '_' and '.'");
-    if (!names.insert(s.name).second) throw ConfigError(base + ": the name is used twice");
+      errors.add(base + ": the name may use only letters, digits, '-', '_' and '.'");
+    if (!names.insert(s.name).second) errors.add(base + ": the name is used twice");
     for (auto& h : s.hosts) {
       h = lower(h);
-      if (!hosts.insert(h).second) throw ConfigError(base + ".hosts: '" + h + "' is routed to another service too");
+      if (!hosts.insert(h).second) errors.add(base + ".hosts: '" + h + "' is routed to another service too");
     }
     if (s.is_default) ++defaults;
     if (s.handler != "process" && s.handler != "runc" && s.handler != "crun")
-      throw ConfigError(base + ".handler: '" + s.handler + "' is not process, runc or crun");
-    if (s.handler != "process" && s.rootfs.empty())
-      throw ConfigError(base + ".rootfs: is required with handler " + s.handler);
+      errors.add(base + ".handler: '" + s.handler + "' is not process, runc or crun");
+    if (s.handler != "process" && s.rootfs.empty()) errors.add(base + ".rootfs: is required with handler " + s.handler);
     // In pods every instance has an address of its own, so they may all listen on the same port.
     if (s.port != 0 && s.scaling.max_scale != 1 && g.sandbox == SandboxMode::off)
-      throw ConfigError(base + ".port: a fixed port allows one instance only: set max-scale: 1 (or port: 0 for a free port per instance)");
-    feature_opt_in(g.source, s.name, "throttling", g.features.throttling, s.throttling);
-    feature_opt_in(g.source, s.name, "scale-to-zero", g.features.scale_to_zero, s.scale_to_zero);
-    feature_opt_in(g.source, s.name, "h2c-upstream", g.features.h2c_upstream, s.h2c_upstream);
+      errors.add(base + ".port: a fixed port allows one instance only: set max-scale: 1 (or port: 0 for a free port per instance)");
+    for (auto [key, state, opt_in] : {std::tuple{"throttling", g.features.throttling, s.throttling},
+                                      std::tuple{"scale-to-zero", g.features.scale_to_zero, s.scale_to_zero},
+                                      std::tuple{"h2c-upstream", g.features.h2c_upstream, s.h2c_upstream}})
+      if (state == FeatureState::disabled && opt_in.value_or(false))
+        errors.add(base + ".features." + key + ": the feature is disabled for this gateway (features." + key + ": disabled)");
     if (!scale_to_zero_on(g, s) && s.scaling.min_scale < 1) s.scaling.min_scale = 1;
   }
-  if (defaults > 1) throw ConfigError(g.source + ": more than one service has default: true");
+  if (defaults > 1) errors.add(g.source + ": more than one service has default: true");
   if (defaults == 0 && g.services.size() == 1) g.services.front().is_default = true;
+  errors.throw_if_any(g.source);
 }
 
 }  // namespace sluice::app::gateway

@@ -23,10 +23,22 @@ struct Features {
   FeatureState throttling = FeatureState::allowed;      // freeze instances with nothing in flight
   FeatureState scale_to_zero = FeatureState::enabled;   // stop the last instance after the grace period
   FeatureState h2c_upstream = FeatureState::allowed;    // talk h2c (prior knowledge) to instances
+  // Knative's tag-header-based-routing: `Knative-Serving-Tag: <tag>` picks a tagged revision.
+  FeatureState tag_header_routing = FeatureState::enabled;
+};
+
+// Knative's Service `traffic` entry: a share of requests (and/or a tag) for a named revision or the latest.
+struct TrafficTarget {
+  std::string revision;  // empty: the latest revision (latestRevision: true)
+  int percent = 0;
+  std::string tag;       // Knative-Serving-Tag: <tag>, and the host <tag>-<service>.localhost
+  bool operator==(const TrafficTarget&) const = default;
 };
 
 struct ServiceConfig {
   std::string name;                      // K_SERVICE, and the prefix of instance names
+  std::string where;                     // "file:line" of its definition, for messages
+  std::string fingerprint;               // its definition's text: a different one makes a new revision
   std::vector<std::string> command;      // argv
   std::map<std::string, std::string> env;
   std::string working_dir;
@@ -40,6 +52,9 @@ struct ServiceConfig {
   Millis grace{std::chrono::seconds(10)};           // SIGTERM to SIGKILL
   std::size_t buffer_size = 100;         // requests waiting for an instance (cold start, all busy)
   Millis buffer_timeout{std::chrono::seconds(60)};  // longest wait there (then 504); the request timeout too
+  std::optional<Millis> request_timeout;  // whole exchange for this service (Knative's timeoutSeconds)
+  std::vector<std::string> watch;   // globs (relative to the config file's directory): a change makes a revision
+  std::vector<std::string> build;   // run before a new revision starts; a failure keeps the old one
   bool validate = true;                  // start one instance at start to prove the service can start
   // Per-service opt-ins, honoured when the gateway's feature state is `allowed`.
   std::optional<bool> throttling, scale_to_zero, h2c_upstream;
@@ -51,6 +66,12 @@ struct ServiceConfig {
   bool run_as_non_root = false;
   std::vector<std::string> pre_stop;    // run in the instance before SIGTERM, within the grace period
   std::vector<std::string> post_start;  // run in the instance after start; not ready until it succeeds
+  // Knative Service documents: the revision's own name (spec.template.metadata.name), the revisions an
+  // earlier document of the same Service defined (oldest first), and the traffic split. No `traffic`:
+  // the latest revision takes every request.
+  std::string revision_name;
+  std::vector<ServiceConfig> earlier;
+  std::vector<TrafficTarget> traffic;
 };
 
 // Instances in pods of their own (network namespace, address, cgroup): where possible, always, or never.
@@ -63,9 +84,10 @@ struct GatewayConfig {
   std::string listen_address = "127.0.0.1";
   std::uint16_t port = 8080;
   std::string admin_address = "127.0.0.1";
-  std::uint16_t admin_port = 8022;       // /.sluice/status; 0: any free port
+  std::uint16_t admin_port = 8079;       // /.sluice/status; 0: any free port (8022 is the sidecar's)
   Millis request_timeout{std::chrono::minutes(5)};  // whole exchange, cold start included
   Millis drain_timeout{std::chrono::seconds(60)};   // in-flight exchanges at shutdown
+  Millis debounce{std::chrono::milliseconds(300)};  // a burst of file changes makes one revision
   unsigned workers = 0;
   std::string throttle_mechanism = "auto";
   Features features;
@@ -73,6 +95,8 @@ struct GatewayConfig {
   std::string status_output = "auto";  // auto | tty | json | none
   SandboxMode sandbox = SandboxMode::off;
   std::string sandbox_network = "169.254.64.0/18";  // pods' /31 links; never routed off the machine
+  std::vector<std::string> warnings;  // fields read but not used (Knative YAML), said once at start
+  bool metadata_server = true;        // GCE_METADATA_HOST for instances (a loopback port of its own)
 };
 
 // Kubernetes quantities: "256Mi", "1G", "1000000" bytes; "500m", "0.5", "2" CPUs (as millis).
@@ -94,7 +118,11 @@ GatewayConfig one_liner(std::vector<std::string> command);
 GatewayConfig parse_yaml(const std::string& text, const std::string& source);
 // Each `name: command` line a service; the first is the default; hosts <name>.localhost.
 GatewayConfig parse_procfile(const std::string& text, const std::string& source);
-// Reads a file: a Procfile when its name is "Procfile" (or ends in .procfile), YAML otherwise.
+// Knative `serving.knative.dev/v1` Service documents (several per file); see knative_yaml.cpp.
+GatewayConfig parse_knative(const std::string& text, const std::string& source);
+bool is_knative(const std::string& text);
+// Reads a file: a Procfile when its name is "Procfile" (or ends in .procfile), Knative Service documents
+// when it has them, sluice.yaml otherwise.
 GatewayConfig load_file(const std::string& path);
 // Cross-field checks (names unique, one default at most, ports); throws ConfigError.
 void validate(GatewayConfig& config);

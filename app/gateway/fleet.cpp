@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <random>
 
 #include <boost/json/array.hpp>
 
@@ -101,8 +102,9 @@ void Tasks::wait_all() {
 
 class Fleet::Hold {
  public:
-  Hold(Fleet& f, Service& s, std::shared_ptr<Instance> i) : fleet_(f), service_(s), instance_(std::move(i)) {}
-  ~Hold() { fleet_.release(service_, instance_); }
+  Hold(Fleet& f, Service& s, std::shared_ptr<Instance> i, Clock::time_point arrived)
+      : fleet_(f), service_(s), instance_(std::move(i)), arrived_(arrived) {}
+  ~Hold() { fleet_.release(service_, instance_, arrived_); }
   Hold(const Hold&) = delete;
   Hold& operator=(const Hold&) = delete;
 
@@ -110,6 +112,7 @@ class Fleet::Hold {
   Fleet& fleet_;
   Service& service_;
   std::shared_ptr<Instance> instance_;
+  Clock::time_point arrived_;
 };
 
 Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_context& control)
@@ -120,24 +123,15 @@ Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_co
       stat_timer_(control),
       scale_timer_(control),
       housekeeping_timer_(control) {
-  auto now = Clock::now();
+  current_ = std::make_shared<GatewayConfig>(config);
+  std::lock_guard lock(mu_);
   for (const auto& sc : config.services) {
-    auto s = std::make_unique<Service>();
-    s->config = sc;
-    s->throttling = throttling_on(config, sc) && runtime.throttle().kind != runtime::ThrottleKind::none;
-    s->scale_to_zero = scale_to_zero_on(config, sc);
-    s->h2c = h2c_upstream_on(config, sc);
-    auto scaling = sc.scaling;
-    // Knative gives up on a revision stuck activating after its progress deadline + 30 s; the gateway's
-    // start deadline plays the progress deadline's part.
-    scaling.activation_timeout = std::chrono::duration_cast<autoscaler::Duration>(sc.start_deadline) + 30s;
-    s->kpa = std::make_unique<autoscaler::Kpa>(scaling, 0, now);
-    // start() brings the service to its initial scale itself (as Knative creates the Deployment with it).
-    s->kpa->set_scale(std::max(sc.scaling.min_scale, sc.scaling.initial_scale));
-    s->integral_since = now;
-    s->stat_since = now;
-    if (sc.is_default) default_ = s.get();
-    services_.push_back(std::move(s));
+    for (auto earlier : sc.earlier) {  // a Knative file's older revisions of the Service
+      earlier.is_default = sc.is_default;
+      earlier.hosts = sc.hosts;
+      add_revision(earlier, config, Phase::serving, "");
+    }
+    assign_traffic(sc.name, sc.traffic, add_revision(sc, config, Phase::serving, ""));
   }
 }
 
@@ -147,16 +141,52 @@ Fleet::~Fleet() {
   spawner_.join();
 }
 
-Fleet::Service* Fleet::route(std::string_view host) {
+Fleet::Service* Fleet::primary(const std::string& name) {
+  Service* best = nullptr;
+  for (auto& s : services_)
+    if (s->config.name == name && s->phase == Phase::serving && (!best || s->percent > best->percent)) best = s.get();
+  return best;
+}
+
+Fleet::Service* Fleet::route(std::string_view host, std::string_view tag) {
   if (auto colon = host.rfind(':'); colon != std::string_view::npos && host.find(']') == std::string_view::npos)
     host = host.substr(0, colon);
   else if (auto bracket = host.find("]:"); bracket != std::string_view::npos)
     host = host.substr(0, bracket + 1);
+  // Lookups in indexes rebuilt when revisions change: the cost does not grow with the number of services.
   auto h = lower(host);
-  for (auto& s : services_)
-    for (const auto& name : s->config.hosts)
-      if (name == h) return s.get();
-  return default_;
+  if (auto t = tag_host_index_.find(h); t != tag_host_index_.end()) return t->second;  // <tag>-<service>.localhost
+  auto named = host_index_.find(h);
+  const std::string& service = named != host_index_.end() ? named->second : default_name_;
+  auto serving = serving_index_.find(service);
+  if (serving == serving_index_.end()) return nullptr;
+  // Knative-Serving-Tag picks the tagged revision (an unknown tag: the split, as Knative does).
+  if (!tag.empty() && config_.features.tag_header_routing != FeatureState::disabled)
+    for (auto* s : serving->second)
+      if (std::find(s->tags.begin(), s->tags.end(), tag) != s->tags.end()) return s;
+  // The percent split.
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  int roll = static_cast<int>(rng() % 100), seen = 0;
+  Service* last = nullptr;
+  for (auto* s : serving->second) {
+    if (s->percent <= 0) continue;
+    last = s;
+    seen += s->percent;
+    if (roll < seen) return last;
+  }
+  return last;
+}
+
+void Fleet::reindex() {
+  host_index_.clear();
+  tag_host_index_.clear();
+  serving_index_.clear();
+  for (auto& s : services_) {
+    if (s->phase != Phase::serving) continue;
+    serving_index_[s->config.name].push_back(s.get());
+    for (const auto& h : s->config.hosts) host_index_[h] = s->config.name;
+    for (const auto& t : s->tags) tag_host_index_[lower(t + "-" + s->config.name + ".localhost")] = s.get();
+  }
 }
 
 std::shared_ptr<Instance> Fleet::pick(Service& s) const {
@@ -203,22 +233,49 @@ void Fleet::dispatch(Service& s, std::vector<std::string>& thaw) {
 }
 
 asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet::acquire(
-    std::string_view host, Clock::time_point deadline) {
-  Service* s = route(host);
+    std::string_view host, std::string_view tag, Clock::time_point deadline) {
+  Service* s = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    s = route(host, tag);
+  }
   if (!s) co_return proxy::BackendRefusal{404, "no service is routed for Host '" + std::string(host) + "'"};
   auto ex = co_await asio::this_coro::executor;
   auto now = Clock::now();
+  // A revision replaced while this request waited hands it on to the new one: wait there.
+  for (int moves = 0;; ++moves) {
+    auto attempt = acquire_at(*s, ex, now, deadline, moves == 0);  // named: see STYLE.md on co_await
+    auto got = co_await std::move(attempt);
+    if (auto* moved = std::get_if<Moved>(&got)) {
+      s = moved->to;
+      continue;
+    }
+    if (auto* refusal = std::get_if<proxy::BackendRefusal>(&got)) co_return *refusal;
+    co_return std::get<proxy::BackendLease>(got);
+  }
+}
+
+asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Fleet::Moved>> Fleet::acquire_at(
+    Service& service, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline,
+    bool arrival) {
+  Service* s = &service;
   std::vector<std::string> thaw;
   auto lease_of = [&](std::shared_ptr<Instance> inst) {
     return proxy::BackendLease{tcp::endpoint(inst->address, inst->port),
-                               std::make_shared<Hold>(*this, *s, inst), s->h2c};
+                               std::make_shared<Hold>(*this, *s, inst, now), s->h2c,
+                               s->config.request_timeout.value_or(Millis{0})};
   };
   proxy::WaitQueue<Handed>::Ticket ticket;
   {
     std::unique_lock lock(mu_);
+    if (s->phase == Phase::retired && s->successor) co_return Moved{s->successor};
+    if (s->phase != Phase::serving)
+      co_return proxy::BackendRefusal{503, "service " + s->config.name + " was removed from the config"};
     account(*s, now);
-    ++s->arrivals;
-    ++s->requests_total;
+    if (arrival) {
+      ++s->arrivals;
+      ++s->requests_total;
+    }
     if (s->waiters.empty()) {
       if (auto inst = pick(*s)) {
         grant(*s, *inst, thaw);
@@ -229,7 +286,10 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
     }
     if (!s->failed_reason.empty() && now < s->retry_at && active(*s) == 0) {
       ++s->refused;
-      co_return proxy::BackendRefusal{503, "service " + s->config.name + " failed to start: " + s->failed_reason};
+      // Retry-After: when the next start attempt is due (at least 1 s), as Cloud Run's 503s carry.
+      auto wait = std::chrono::ceil<std::chrono::seconds>(s->retry_at - now).count();
+      co_return proxy::BackendRefusal{503, "service " + s->config.name + " failed to start: " + s->failed_reason,
+                                      static_cast<unsigned>(std::max<long long>(1, wait))};
     }
     // Knative's activator pokes the autoscaler; here the first instance starts at once.
     if (active(*s) == 0) start_instance(*s, false);
@@ -245,12 +305,15 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
       s->cold_start_buffered = 0;
     }
     if (none_ready) ++s->cold_start_buffered;
-    ticket = s->waiters.join(ex, std::min(deadline, now + s->config.buffer_timeout));
+    auto wait_until = std::min(deadline, now + s->config.buffer_timeout);
+    if (s->config.request_timeout) wait_until = std::min(wait_until, now + *s->config.request_timeout);
+    ticket = s->waiters.join(ex, wait_until);
   }
   co_await ticket.wait();
   std::unique_lock lock(mu_);
   if (auto& handed = ticket.outcome()) {
     if (auto* refusal = std::get_if<proxy::BackendRefusal>(&*handed)) co_return *refusal;
+    if (auto* moved = std::get_if<Moved>(&*handed)) co_return *moved;
     auto inst = std::get<std::shared_ptr<Instance>>(*handed);
     lock.unlock();
     // Thawed by grant() if it was frozen: the list was handed to the thread that granted it.
@@ -267,12 +330,17 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
                       : "service " + s->config.name + ": no instance was free within " + waited};
 }
 
-void Fleet::release(Service& s, const std::shared_ptr<Instance>& inst) {
+void Fleet::release(Service& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived) {
   std::vector<std::string> thaw;
   bool freeze = false;
+  const auto now = Clock::now();
   {
     std::lock_guard lock(mu_);
-    account(s, Clock::now());
+    account(s, now);
+    // Arrival to the end of the exchange, any wait in the buffer included: the dashboard's percentiles.
+    if (s.latencies_ms.size() < kLatenciesKept) s.latencies_ms.push_back(ms_between(arrived, now));
+    else s.latencies_ms[s.latency_next] = ms_between(arrived, now);
+    s.latency_next = (s.latency_next + 1) % kLatenciesKept;
     --inst->in_flight;
     --s.in_flight;
     if (inst->state == InstanceState::ready && !s.waiters.empty()) {
@@ -304,12 +372,12 @@ void Fleet::freeze_if_idle(Service& s, const std::shared_ptr<Instance>& inst) {
 
 void Fleet::on_connection() {
   // The request's Host is not known yet: warm the default service, whose requests these mostly are.
-  if (!default_) return;
   std::string id;
   {
     std::lock_guard lock(mu_);
-    if (!default_->throttling) return;
-    auto inst = pick(*default_);
+    auto* service = primary(default_name_);
+    if (!service || !service->throttling) return;
+    auto inst = pick(*service);
     if (!inst || !inst->frozen || inst->in_flight != 0) return;
     inst->frozen = false;
     inst->prewarm_until = Clock::now() + 1s;
@@ -332,14 +400,14 @@ std::size_t Fleet::active(const Service& s) const {
 void Fleet::start_instance(Service& s, bool validation) {
   if (stopping_) return;
   auto inst = std::make_shared<Instance>();
-  inst->id = s.config.name + "-" + std::to_string(s.next_number++);
+  inst->id = s.config.name + "-" + std::to_string(++instance_numbers_[s.config.name]);
   // In a pod every instance has its own address and takes PORT 8080; on the host each needs a free port.
   inst->port = s.config.port ? s.config.port : pods_.enabled() ? 8080 : free_port();
   inst->validation = validation;
   inst->created = Clock::now();
   s.instances.push_back(inst);
   log::info("instance starting").kv("event", "instance.starting").kv("service", s.config.name)
-      .kv("instance", inst->id).kv("port", static_cast<unsigned>(inst->port));
+      .kv("revision", s.revision).kv("instance", inst->id).kv("port", static_cast<unsigned>(inst->port));
   Service* sp = &s;
   tasks_.spawn([this, sp, inst] { launch(sp, inst); });
 }
@@ -352,12 +420,16 @@ void Fleet::launch(Service* s, std::shared_ptr<Instance> inst) {
   spec.handler = c.handler;
   spec.command = c.command;
   spec.env = c.env;
+  if (!metadata_host_.empty()) {
+    spec.env.emplace("GCE_METADATA_HOST", metadata_host_);
+    spec.env.emplace("GCE_METADATA_IP", metadata_host_);
+  }
   spec.working_dir = c.working_dir;
   spec.rootfs = c.rootfs;
   spec.port = inst->port;
   spec.service = c.name;
   spec.configuration = c.name;
-  spec.revision = c.name + "-00001";
+  spec.revision = s->revision;
   spec.die_with_starter = true;
   std::string pod_error;
   auto address = pods_.open(c, spec, pod_error);
@@ -425,11 +497,16 @@ void Fleet::became_ready(Service& s, const std::shared_ptr<Instance>& inst) {
     s.failures = 0;
     s.failed_reason.clear();
     s.validated = true;
+    if (s.phase == Phase::validating) promote(s);
     log::info("instance ready").kv("event", "instance.ready").kv("service", s.config.name).kv("instance", inst->id)
         .kv("port", static_cast<unsigned>(inst->port)).kv("start_ms", ms_between(inst->created, now));
     if (s.cold_start_since) {
       s.last_cold_start_ms = ms_between(*s.cold_start_since, now);
       ++s.cold_starts;
+      s.cold_start_log.emplace_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count(),
+                                    s.last_cold_start_ms);
+      if (s.cold_start_log.size() > 50) s.cold_start_log.pop_front();
       log::info("cold start " + s.config.name + ": 0→1 in " + std::to_string(static_cast<long long>(s.last_cold_start_ms)) +
                 " ms (" + std::to_string(s.cold_start_buffered) + (s.cold_start_buffered == 1 ? " request" : " requests") +
                 " buffered)")
@@ -454,6 +531,17 @@ void Fleet::became_ready(Service& s, const std::shared_ptr<Instance>& inst) {
 void Fleet::start_failed(Service& s, const std::shared_ptr<Instance>& inst, const std::string& reason) {
   std::lock_guard lock(mu_);
   if (inst->state == InstanceState::stopped) return;
+  if (s.phase == Phase::validating) {
+    // A new revision that cannot start never gets traffic: the serving one stays, nothing is retried.
+    s.phase = Phase::failed;
+    s.reason = reason;
+    auto line = log::error("revision " + s.revision + " failed: " + reason);
+    line.kv("event", "revision.failed").kv("service", s.config.name).kv("revision", s.revision).kv("reason", reason);
+    for (const auto& other : services_)
+      if (other->config.name == s.config.name && other->phase == Phase::serving) line.kv("serving", other->revision);
+    stop_instance(s, inst);
+    return;
+  }
   ++s.failures;
   s.failed_reason = reason;
   auto backoff = std::chrono::seconds(std::min(60, 1 << std::min(s.failures, 6)));
@@ -464,7 +552,8 @@ void Fleet::start_failed(Service& s, const std::shared_ptr<Instance>& inst, cons
   if (active(s) == 0) {
     account(s, Clock::now());
     s.refused += s.waiters.size();
-    s.waiters.hand_all(proxy::BackendRefusal{503, "service " + s.config.name + " failed to start: " + reason});
+    s.waiters.hand_all(proxy::BackendRefusal{503, "service " + s.config.name + " failed to start: " + reason,
+                                             static_cast<unsigned>(backoff.count())});
     s.cold_start_since.reset();
   }
 }
@@ -563,6 +652,7 @@ void Fleet::replace_later(Service& s, Clock::duration delay) {
   timer->async_wait([this, &s, timer](error_code ec) {
     if (ec) return;
     std::lock_guard lock(mu_);
+    if (s.phase != Phase::serving) return;
     auto want = static_cast<std::size_t>(std::max(s.desired, s.config.scaling.min_scale));
     if (!s.waiters.empty()) want = std::max<std::size_t>(want, 1);
     if (active(s) < want) start_instance(s, false);
@@ -573,6 +663,7 @@ void Fleet::start() {
   {
     std::lock_guard lock(mu_);
     for (auto& s : services_) {
+      if (s->phase != Phase::serving) continue;
       auto want = std::max<std::int32_t>({s->config.scaling.min_scale, s->config.scaling.initial_scale,
                                           s->config.validate ? 1 : 0});
       for (std::int32_t i = 0; i < want; ++i) start_instance(*s, i == 0 && s->config.validate);
@@ -601,6 +692,7 @@ void Fleet::stat_tick() {
     autoscaler::Stat stat;
     {
       std::lock_guard lock(mu_);
+      if (s->phase != Phase::serving) continue;
       auto elapsed = std::chrono::duration<double>(now - s->stat_since).count();
       account(*s, now);
       if (elapsed <= 0) continue;
@@ -618,7 +710,13 @@ void Fleet::stat_tick() {
 
 void Fleet::scale_tick() {
   const auto now = Clock::now();
-  for (auto& s : services_) decide(*s, now);
+  for (auto& s : services_) {
+    {
+      std::lock_guard lock(mu_);
+      if (s->phase != Phase::serving) continue;
+    }
+    decide(*s, now);
+  }
 }
 
 void Fleet::decide(Service& s, Clock::time_point now) {
@@ -702,91 +800,6 @@ void Fleet::stop_all() {
     cancelled.set_value();
   });
   cancelled.get_future().wait();
-}
-
-json::object Fleet::status() const {
-  json::object out;
-  json::array services;
-  std::lock_guard lock(mu_);
-  for (const auto& s : services_) {
-    json::object o;
-    o["name"] = s->config.name;
-    json::array hosts;
-    for (const auto& h : s->config.hosts) hosts.emplace_back(h);
-    o["hosts"] = std::move(hosts);
-    o["default"] = s->config.is_default;
-    o["throttling"] = s->throttling;
-    o["scale_to_zero"] = s->scale_to_zero;
-    o["container_concurrency"] = s->config.scaling.container_concurrency;
-    o["desired"] = s->desired;
-    o["in_flight"] = s->in_flight;
-    o["queued"] = s->waiters.size();
-    o["rps"] = std::round(s->last_rps * 100) / 100;
-    o["concurrency"] = std::round(s->last_concurrency * 100) / 100;
-    o["requests_total"] = s->requests_total;
-    o["refused_total"] = s->refused;
-    o["cold_starts"] = s->cold_starts;
-    o["crashes"] = s->crashes;
-    o["validated"] = s->validated;
-    if (s->last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(s->last_cold_start_ms * 10) / 10;
-    if (!s->failed_reason.empty()) o["failed"] = s->failed_reason;
-    json::array instances;
-    for (const auto& i : s->instances) {
-      json::object io;
-      io["id"] = i->id;
-      io["port"] = i->port;
-      io["address"] = i->address.to_string();
-      io["pid"] = i->pid;
-      io["state"] = (i->state == InstanceState::ready && i->frozen) ? "frozen" : std::string(to_string(i->state));
-      io["in_flight"] = i->in_flight;
-      io["requests"] = i->requests;
-      instances.emplace_back(std::move(io));
-    }
-    o["instances"] = std::move(instances);
-    services.emplace_back(std::move(o));
-  }
-  out["services"] = std::move(services);
-  out["throttle"] = std::string(runtime::to_string(runtime_.throttle().kind));
-  return out;
-}
-
-std::string Fleet::prometheus() const {
-  std::string out;
-  auto add = [&out](std::string_view name, std::string_view help, std::string_view type) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name).append(" ").append(type).append("\n");
-  };
-  auto sample = [&out](std::string_view name, const std::string& labels, double v) {
-    out.append(name).append("{").append(labels).append("} ");
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    out.append(buf).append("\n");
-  };
-  std::lock_guard lock(mu_);
-  auto label = [](const Service& s) { return "service=\"" + s.config.name + "\""; };
-  add("sluice_requests_total", "Requests routed to the service.", "counter");
-  for (const auto& s : services_) sample("sluice_requests_total", label(*s), static_cast<double>(s->requests_total));
-  add("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.", "counter");
-  for (const auto& s : services_) sample("sluice_refused_requests_total", label(*s), static_cast<double>(s->refused));
-  add("sluice_inflight_requests", "Requests at an instance now.", "gauge");
-  for (const auto& s : services_) sample("sluice_inflight_requests", label(*s), static_cast<double>(s->in_flight));
-  add("sluice_queue_depth", "Requests waiting for an instance now.", "gauge");
-  for (const auto& s : services_) sample("sluice_queue_depth", label(*s), static_cast<double>(s->waiters.size()));
-  add("sluice_cold_starts_total", "Times the service went from no ready instance to one.", "counter");
-  for (const auto& s : services_) sample("sluice_cold_starts_total", label(*s), static_cast<double>(s->cold_starts));
-  add("sluice_instance_crashes_total", "Instances that exited without being asked to.", "counter");
-  for (const auto& s : services_) sample("sluice_instance_crashes_total", label(*s), static_cast<double>(s->crashes));
-  add("sluice_instances", "Instances by state.", "gauge");
-  for (const auto& s : services_) {
-    std::map<std::string, int> by_state{{"starting", 0}, {"ready", 0}, {"frozen", 0}, {"draining", 0}};
-    for (const auto& i : s->instances) {
-      if (i->state == InstanceState::stopped) continue;
-      ++by_state[i->state == InstanceState::ready && i->frozen ? "frozen" : std::string(to_string(i->state))];
-    }
-    for (const auto& [state, n] : by_state) sample("sluice_instances", label(*s) + ",state=\"" + state + "\"", n);
-  }
-  add("sluice_desired_instances", "The KPA's decision.", "gauge");
-  for (const auto& s : services_) sample("sluice_desired_instances", label(*s), s->desired);
-  return out;
 }
 
 }  // namespace sluice::app::gateway

@@ -1,5 +1,7 @@
-// What the gateway shows while it runs: on a TTY a compact table of services and instances, redrawn
-// when it changes; otherwise one JSON line per change (the same object as GET /.sluice/status).
+// What the gateway shows while it runs. On a terminal: the log lines scroll, and a compact table of
+// services and instances stays below them, redrawn in place when it changes (never reprinted into the
+// scrollback). Otherwise: one JSON line per change, shaped like every other log line
+// ({"severity","timestamp","logger","message":"status","status":{...}}), on the same stream (stdout).
 #pragma once
 
 #include <string>
@@ -10,13 +12,17 @@ namespace sluice::app::gateway {
 
 class StatusView {
  public:
-  // `mode`: auto (tty when stderr is a terminal, else json), tty, json or none.
+  // `mode`: auto (tty when stdout is a terminal, else json), tty, json or none.
   StatusView(asio::io_context& control, const Fleet& fleet, const std::string& mode);
+  ~StatusView();
   void start();
+  // Leaves the last table on the screen; log lines go straight to stdout again.
   void stop();
 
-  // The table for a status object (exposed for tests).
-  static std::string table(const boost::json::object& status);
+  // Whether `mode` means the terminal table (auto: stdout is a terminal).
+  static bool is_terminal(const std::string& mode);
+  // The table for a status object (exposed for tests); lines cut to `width` columns when not 0.
+  static std::string table(const boost::json::object& status, std::size_t width = 0);
 
  private:
   asio::awaitable<void> loop();

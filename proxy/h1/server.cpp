@@ -434,9 +434,13 @@ asio::awaitable<error_code> Connection::end_body(const FieldList& trailers) {
 
 asio::awaitable<void> Connection::send_local(const LocalAnswer& a) {
   LocalResponseExtras extras{.exact_body = a.exact_body};
+  const std::string retry_after = std::to_string(a.retry_after_seconds);
   if (!a.network_hash.empty()) {
     extras.extra_name = kNetworkHashHeader;
     extras.extra_value = a.network_hash;
+  } else if (a.retry_after_seconds != 0) {
+    extras.extra_name = "Retry-After";
+    extras.extra_value = retry_after;
   }
   // A local answer leaves an unread request body behind: the connection cannot carry another request.
   response_keep_ = keep_alive_ && !a.close && body_done_;

@@ -215,6 +215,8 @@ void Session::submit_local(Stream& s, const LocalAnswer& a) {
   add("content-type", "text/plain; charset=utf-8");
   add("content-length", length);
   if (!a.network_hash.empty()) add("k-network-hash", a.network_hash);
+  const std::string retry_after = std::to_string(a.retry_after_seconds);
+  if (a.retry_after_seconds != 0) add("retry-after", retry_after);
   s.out->discard();
   s.out->append(asio::buffer(body));  // a few hundred bytes at most: always fits
   s.out->done = true;

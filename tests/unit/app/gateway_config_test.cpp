@@ -105,14 +105,19 @@ TEST(GatewayConfig, ErrorsNameTheFileTheLineAndTheKey) {
   EXPECT_EQ(error_of("listen: 8080\n"), "sluice.yaml: services: must map service names to their settings");
   EXPECT_NE(error_of("lisen: 8080\nservices: {a: {command: x}}\n").find("sluice.yaml:1: lisen: unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of("services:\n  web:\n    command: x\n    max-scale: -2\n").find("sluice.yaml: services.web: "),
+  EXPECT_NE(error_of("services:\n  web:\n    command: x\n    max-scale: -2\n").find("sluice.yaml:4: services.web: max-scale"),
             std::string::npos);
+  // Every error at once, each with its line (what --check and a reload report).
+  auto all = error_of("listen: x\nservices:\n  web:\n    command: x\n    max-scale: -2\n    buffer-size: no\n");
+  EXPECT_EQ(all.rfind("3 errors in sluice.yaml:", 0), 0u) << all;
+  for (const char* want : {"sluice.yaml:1: listen", "sluice.yaml:5: services.web: max-scale", "sluice.yaml:6: services.web.buffer-size"})
+    EXPECT_NE(all.find(want), std::string::npos) << want << " in " << all;
   EXPECT_NE(error_of("services: [\n").find("sluice.yaml:"), std::string::npos);
 }
 
 TEST(GatewayConfig, FeatureStatesFollowKnative) {
   EXPECT_EQ(error_of("features: {throttling: disabled}\nservices:\n  a:\n    command: x\n    features: {throttling: true}\n"),
-            "sluice.yaml: services.a.features.throttling: the feature is disabled for this gateway "
+            "sluice.yaml:4: services.a.features.throttling: the feature is disabled for this gateway "
             "(features.throttling: disabled)");
   auto g = parse_yaml("features: {throttling: enabled, scale-to-zero: disabled}\nservices:\n  a:\n    command: x\n"
                       "  b:\n    command: y\n    features: {throttling: false}\n", "f.yaml");
@@ -128,7 +133,7 @@ TEST(GatewayConfig, FeatureStatesFollowKnative) {
 
 TEST(GatewayConfig, HostsAndNamesMustBeUniqueAndOneDefaultAtMost) {
   EXPECT_EQ(error_of("services:\n  a: {command: x, hosts: [h.test]}\n  b: {command: y, hosts: [H.test]}\n"),
-            "sluice.yaml: services.b.hosts: 'h.test' is routed to another service too");
+            "sluice.yaml:3: services.b.hosts: 'h.test' is routed to another service too");
   EXPECT_EQ(error_of("services:\n  a: {command: x, default: true}\n  b: {command: y, default: true}\n"),
             "sluice.yaml: more than one service has default: true");
   EXPECT_NE(error_of("services:\n  a: {command: x, port: 9000}\n").find("a fixed port allows one instance only"),

@@ -1,0 +1,293 @@
+// Revisions: a changed config or changed watched files make a new revision of a service, which is
+// validated (an instance must become ready) before traffic moves to it and the old one drains; see fleet.h.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "app/gateway/fleet.h"
+#include "common/log.h"
+
+extern char** environ;
+
+namespace sluice::app::gateway {
+
+using namespace std::chrono_literals;
+
+std::string_view Fleet::to_string(Phase p) {
+  switch (p) {
+    case Phase::validating: return "validating";
+    case Phase::serving: return "serving";
+    case Phase::retired: return "retired";
+    case Phase::failed: return "failed";
+  }
+  return "?";
+}
+
+Fleet::Service& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, Phase phase, std::string reason) {
+  auto now = Clock::now();
+  auto s = std::make_unique<Service>();
+  s->config = sc;
+  s->generation = ++generations_[sc.name];
+  char number[16];
+  std::snprintf(number, sizeof number, "%05d", s->generation);
+  s->revision = sc.revision_name.empty() ? sc.name + "-" + number : sc.revision_name;
+  s->phase = phase;
+  s->reason = std::move(reason);
+  s->throttling = throttling_on(g, sc) && runtime_.throttle().kind != runtime::ThrottleKind::none;
+  s->scale_to_zero = scale_to_zero_on(g, sc);
+  s->h2c = h2c_upstream_on(g, sc);
+  auto scaling = sc.scaling;
+  // Knative gives up on a revision stuck activating after its progress deadline + 30 s; the gateway's
+  // start deadline plays the progress deadline's part.
+  scaling.activation_timeout = std::chrono::duration_cast<autoscaler::Duration>(sc.start_deadline) + 30s;
+  s->kpa = std::make_unique<autoscaler::Kpa>(scaling, 0, now);
+  // start() brings the service to its initial scale itself (as Knative creates the Deployment with it);
+  // a new revision starts with the one instance that validates it.
+  s->kpa->set_scale(phase == Phase::validating ? std::max(1, sc.scaling.min_scale)
+                                               : std::max(sc.scaling.min_scale, sc.scaling.initial_scale));
+  s->integral_since = now;
+  s->stat_since = now;
+  if (sc.is_default) default_name_ = sc.name;
+  services_.push_back(std::move(s));
+  reindex();
+  return *services_.back();
+}
+
+Fleet::Service* Fleet::latest(const std::string& name) {
+  Service* found = nullptr;
+  for (auto& s : services_)
+    if (s->config.name == name && (s->phase == Phase::serving || s->phase == Phase::validating)) found = s.get();
+  return found;
+}
+
+void Fleet::promote(Service& next) {
+  Service* old = nullptr;
+  for (auto& s : services_)
+    if (s.get() != &next && s->config.name == next.config.name && s->phase == Phase::serving &&
+        (!old || s->generation > old->generation))
+      old = s.get();
+  if (old && old->generation > next.generation) {  // a newer one serves already: this one is too late
+    next.phase = Phase::failed;
+    next.reason = "superseded by " + old->revision;
+    return;
+  }
+  next.phase = Phase::serving;
+  next.validated = true;
+  log::info("revision " + next.revision + " is ready: traffic moves to it" + (old ? " from " + old->revision : ""))
+      .kv("event", "revision.serving").kv("service", next.config.name).kv("revision", next.revision)
+      .kv("reason", next.reason).kv("previous", old ? old->revision : "");
+  assign_traffic(next.config.name, next.config.traffic, next);
+}
+
+void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTarget>& traffic, Service& latest) {
+  std::vector<Service*> serving;
+  for (auto& s : services_)
+    if (s->config.name == name && s->phase == Phase::serving) {
+      serving.push_back(s.get());
+      s->percent = 0;
+      s->tags.clear();
+    }
+  if (traffic.empty()) latest.percent = 100;
+  for (const auto& t : traffic) {
+    Service* target = &latest;
+    if (!t.revision.empty()) {
+      auto it = std::find_if(serving.begin(), serving.end(), [&](Service* s) { return s->revision == t.revision; });
+      if (it != serving.end()) {
+        target = *it;
+      } else {
+        log::warn("traffic names revision " + t.revision + ", which does not run here: its share goes to " + latest.revision)
+            .kv("event", "traffic.unknown_revision").kv("service", name);
+      }
+    }
+    target->percent += t.percent;
+    if (!t.tag.empty()) target->tags.push_back(t.tag);
+  }
+  for (auto* s : serving)
+    if (s != &latest && s->percent == 0 && s->tags.empty()) retire(*s, &latest);
+  reindex();
+}
+
+void Fleet::retire(Service& old, Service* successor) {
+  old.phase = Phase::retired;
+  old.successor = successor;
+  old.percent = 0;
+  old.tags.clear();
+  // Requests waiting for the old revision wait for the new one instead; none is refused.
+  account(old, Clock::now());
+  if (successor) old.waiters.hand_all(Moved{successor});
+  else old.waiters.hand_all(proxy::BackendRefusal{503, "service " + old.config.name + " was removed from the config"});
+  auto instances = old.instances;
+  for (const auto& i : instances) drain_instance(old, i);
+  reindex();
+}
+
+void Fleet::apply(GatewayConfig next) {
+  auto g = std::make_shared<GatewayConfig>(std::move(next));
+  if (g->listen_address != config_.listen_address || g->port != config_.port ||
+      g->admin_address != config_.admin_address || g->admin_port != config_.admin_port ||
+      g->workers != config_.workers || g->sandbox != config_.sandbox || g->throttle_mechanism != config_.throttle_mechanism)
+    log::warn("listen, admin, workers, sandbox and throttle-mechanism take effect at the next start only")
+        .kv("event", "config.restart_needed");
+  std::set<std::string> names;
+  for (const auto& sc : g->services) {
+    names.insert(sc.name);
+    Service* current = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      current = latest(sc.name);
+      if (!current) {
+        auto& s = add_revision(sc, *g, Phase::serving, "new service");
+        log::info("service added: " + sc.name).kv("event", "service.added").kv("service", sc.name).kv("revision", s.revision);
+        if (sc.validate) start_instance(s, true);
+        continue;
+      }
+    }
+    if (current->config.fingerprint != sc.fingerprint) {
+      roll(sc, g, "config changed");
+    } else if (current->config.traffic != sc.traffic) {  // a new split is not a new revision (Knative's rule)
+      std::lock_guard lock(mu_);
+      current->config.traffic = sc.traffic;
+      if (current->phase == Phase::serving) assign_traffic(sc.name, sc.traffic, *current);
+      log::info("traffic of " + sc.name + " changed").kv("event", "traffic.changed").kv("service", sc.name);
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : services_)
+      if (!names.contains(s->config.name) && (s->phase == Phase::serving || s->phase == Phase::validating)) {
+        log::info("service removed: " + s->config.name + " drains").kv("event", "service.removed").kv("service", s->config.name);
+        if (s->phase == Phase::serving) retire(*s, nullptr);
+        else s->phase = Phase::failed;
+      }
+  }
+  current_ = g;
+}
+
+void Fleet::files_changed(const std::string& service, const std::string& what, Clock::time_point last) {
+  Service* current = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    current = latest(service);
+    if (!current) return;
+    auto b = builds_.find(service);
+    // What a build writes is its own doing, not an edit: changes seen while it ran are ignored.
+    if (b != builds_.end() && last >= b->second.started && (b->second.running || last <= b->second.finished + 50ms))
+      return;
+  }
+  roll(current->config, current_, "changed: " + what);
+}
+
+void Fleet::roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason, bool built) {
+  if (stopping_) return;
+  if (!sc.build.empty() && !built) {
+    {
+      std::lock_guard lock(mu_);
+      builds_[sc.name] = Build{true, Clock::now(), {}};
+    }
+    tasks_.spawn([this, sc, g, reason] { run_build(sc, g, reason); });
+    return;
+  }
+  std::lock_guard lock(mu_);
+  // An older revision still validating will not get traffic now: this one replaces it.
+  for (auto& s : services_)
+    if (s->config.name == sc.name && s->phase == Phase::validating) {
+      s->phase = Phase::failed;
+      s->reason = "superseded";
+      auto instances = s->instances;
+      for (const auto& i : instances) stop_instance(*s, i);
+    }
+  auto& s = add_revision(sc, *g, Phase::validating, reason);
+  log::info("revision " + s.revision + " starting (" + reason + ")").kv("event", "revision.validating")
+      .kv("service", sc.name).kv("revision", s.revision).kv("reason", reason);
+  start_instance(s, false);
+}
+
+// On a task thread: the service's build command, its output shown line by line; then, back on the
+// control thread, the new revision (or, when it failed, nothing: the serving revision stays).
+void Fleet::run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason) {
+  auto finished = [&](bool ok) {
+    std::lock_guard lock(mu_);
+    builds_[sc.name].running = false;
+    builds_[sc.name].finished = Clock::now();
+    return ok;
+  };
+  const auto started = Clock::now();
+  log::info("build " + sc.name + " started").kv("event", "build.started").kv("service", sc.name).kv("reason", reason);
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return (void)finished(false);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  if (!sc.working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, sc.working_dir.c_str());
+  std::vector<char*> argv;
+  for (const auto& a : sc.build) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  std::string pending, last;
+  char buf[4096];
+  while (rc == 0) {
+    ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<std::size_t>(n));
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+      last = pending.substr(0, nl);
+      log::info("build").kv("event", "build.output").kv("service", sc.name).kv("line", last);
+      pending.erase(0, nl + 1);
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  if (rc == 0) ::waitpid(pid, &status, 0);
+  const auto ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string why = rc != 0 ? std::string("cannot run ") + argv[0] + ": " + std::strerror(rc)
+                      : WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
+                                          : "killed by signal " + std::to_string(WTERMSIG(status));
+    if (!last.empty()) why += "; last output: " + last;
+    finished(false);
+    log::error("build " + sc.name + " failed: " + why + "; the serving revision stays")
+        .kv("event", "build.failed").kv("service", sc.name).kv("reason", why).kv("ms", ms);
+    return;
+  }
+  log::info("build " + sc.name + " done").kv("event", "build.done").kv("service", sc.name).kv("ms", ms);
+  finished(true);
+  asio::post(control_, [this, sc, g, reason] { roll(sc, g, reason, true); });
+}
+
+std::vector<std::pair<std::string, int>> Fleet::instance_pids() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& s : services_)
+    for (const auto& i : s->instances)
+      if (i->pid > 0) out.emplace_back(i->id, i->pid);
+  return out;
+}
+
+std::optional<std::pair<std::string, std::string>> Fleet::service_and_revision(const std::string& instance) const {
+  std::lock_guard lock(mu_);
+  for (const auto& s : services_)
+    for (const auto& i : s->instances)
+      if (i->id == instance) return std::pair{s->config.name, s->revision};
+  return std::nullopt;
+}
+
+std::vector<ServiceConfig> Fleet::service_configs() const {
+  std::lock_guard lock(mu_);
+  std::vector<ServiceConfig> out;
+  for (const auto& s : services_)
+    if (s->phase == Phase::serving) out.push_back(s->config);
+  return out;
+}
+
+}  // namespace sluice::app::gateway

@@ -1,0 +1,82 @@
+// YAML values with positions; see yaml_fields.h.
+#include "app/gateway/yaml_fields.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "autoscaler/go_duration.h"
+#include "common/config_error.h"
+
+namespace sluice::app::gateway {
+
+std::string where(const std::string& source, const YAML::Node& node) {
+  std::string w = source;
+  if (node.IsDefined() && node.Mark().line >= 0) w += ":" + std::to_string(node.Mark().line + 1);
+  return w;
+}
+
+void fail(const std::string& source, const YAML::Node& node, const std::string& path, const std::string& what) {
+  throw ConfigError(where(source, node) + ": " + path + ": " + what);
+}
+
+std::string scalar(const std::string& source, const YAML::Node& n, const std::string& path) {
+  if (!n.IsScalar()) fail(source, n, path, "must be a single value");
+  return n.Scalar();
+}
+
+bool boolean(const std::string& source, const YAML::Node& n, const std::string& path) {
+  auto v = scalar(source, n, path);
+  if (v == "true" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "no" || v == "off") return false;
+  fail(source, n, path, "'" + v + "' is not true or false");
+}
+
+long long integer(const std::string& source, const YAML::Node& n, const std::string& path, long long lo,
+                  long long hi) {
+  auto v = scalar(source, n, path);
+  try {
+    size_t used = 0;
+    long long x = std::stoll(v, &used);
+    if (used == v.size() && x >= lo && x <= hi) return x;
+  } catch (const std::exception&) {
+  }
+  fail(source, n, path, "'" + v + "' is not a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+Millis duration(const std::string& source, const YAML::Node& n, const std::string& path) {
+  auto v = scalar(source, n, path);
+  if (!v.empty() && v.size() <= 9 &&
+      std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return std::chrono::seconds(std::stoll(v));
+  if (auto d = autoscaler::parse_go_duration(v); d && *d >= autoscaler::Duration::zero())
+    return std::chrono::duration_cast<Millis>(*d);
+  fail(source, n, path, "'" + v + "' is not a duration such as 30s, 1m30s or 500ms");
+}
+
+std::vector<std::string> shell_command(const std::string& text) {
+  bool compound = text.find_first_of(";&|\n`()<>") != std::string::npos;
+  return {"/bin/sh", "-c", compound ? text : "exec " + text};
+}
+
+std::vector<std::string> command_of(const std::string& source, const YAML::Node& n, const std::string& path) {
+  std::vector<std::string> argv;
+  if (n.IsScalar()) {
+    argv = shell_command(n.Scalar());
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i) argv.push_back(scalar(source, n[i], path + "[" + std::to_string(i) + "]"));
+  } else {
+    fail(source, n, path, "must be a string (run by /bin/sh) or a list of arguments");
+  }
+  if (argv.empty() || argv[0].empty()) fail(source, n, path, "is empty");
+  return argv;
+}
+
+void Errors::throw_if_any(const std::string& source) const {
+  if (list_.empty()) return;
+  if (list_.size() == 1) throw ConfigError(list_.front());
+  std::string all = std::to_string(list_.size()) + " errors in " + source + ":";
+  for (const auto& e : list_) all += "\n  " + e;
+  throw ConfigError(all);
+}
+
+}  // namespace sluice::app::gateway

@@ -1,0 +1,362 @@
+// The gateway's dev loop end to end: revisions on a config edit, a watched-file edit and a build, with
+// a load loop running through each roll-over (0 failed requests); a bad edit and a failing revision
+// keep the serving one; SIGHUP; --check's list of errors; Retry-After; per-service request timeouts;
+// the JSON stream; the binary's usage; Ctrl-C on scripts/dev.sh run; /tmp/sluice-<pid> cleanup.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "tests/integration/gateway/gateway_harness.h"
+
+namespace sluice::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("sluice-devloop-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string path(const std::string& name = "") const { return name.empty() ? path_.string() : (path_ / name).string(); }
+  // Written to a new file then renamed over the old one, as editors do.
+  void write(const std::string& name, const std::string& text) const {
+    auto tmp = path_ / ("." + name + ".tmp");
+    std::ofstream(tmp) << text;
+    fs::rename(tmp, path_ / name);
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+std::string web_yaml(const std::string& extra, const std::string& value = "one") {
+  return std::string("services:\n  web:\n    command: ") + DEMO_APP_BIN + "\n    env: {V: " + value + "}\n" + extra;
+}
+
+// A port nobody listens on now (the script takes fixed ports).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string revision_of(Gateway& gw) { return curl({gw.url("/env/K_REVISION")}).out; }
+
+// h2load through the gateway for a bounded count (each request takes ≥ 15 ms at the app: ≥ 3.75 s), while
+// `change` happens; every request must succeed.
+struct LoadDuring {
+  explicit LoadDuring(Gateway& gw) : gw_(gw) {
+    thread_ = std::thread([this] { result = run_command({"h2load", "--h1", "-n1000", "-c4", gw_.url("/delay/15")}, 90s); });
+    started = eventually([&] {
+      try {
+        return gw_.number("requests_total") > 20;
+      } catch (const std::exception& e) {  // seen once: "object too large" from a status read under load
+        ADD_FAILURE() << "status read failed: " << e.what();
+        return false;
+      }
+    }, 20s);
+  }
+  ~LoadDuring() {
+    if (thread_.joinable()) thread_.join();
+  }
+  void finish() {
+    thread_.join();
+    EXPECT_EQ(h2load_count(result.out, "succeeded"), 1000) << result.out;
+    EXPECT_EQ(h2load_count(result.out, "failed"), 0) << result.out;
+    EXPECT_EQ(h2load_count(result.out, "2xx"), 1000) << result.out;
+  }
+  Gateway& gw_;
+  bool started = false;
+  CommandResult result;
+  std::thread thread_;
+};
+
+TEST(GatewayDevLoop, AConfigEditMakesARevisionAndTrafficMovesWithoutAFailedRequest) {
+  TempDir dir;
+  dir.write("sluice.yaml", web_yaml(""));
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  EXPECT_EQ(revision_of(gw), "web-00001\n");
+  LoadDuring load(gw);
+  ASSERT_TRUE(load.started);
+  dir.write("sluice.yaml", web_yaml("", "two"));
+  auto line = gw.process->wait_for_line("\"event\":\"revision.serving\"", 20s);
+  ASSERT_TRUE(line) << gw.process->stdout_text();
+  EXPECT_NE(line->find("web-00002"), std::string::npos) << *line;
+  EXPECT_TRUE(load.thread_.joinable());
+  load.finish();
+  EXPECT_EQ(revision_of(gw), "web-00002\n");
+  EXPECT_EQ(curl({gw.url("/env/V")}).out, "two\n");
+  // The old revision drained: its instances are gone.
+  EXPECT_TRUE(eventually([&] {
+    auto service = gw.service();  // named: a range-for over a temporary's member would dangle
+    for (auto& i : service["instances"].as_array())
+      if (i.as_object()["revision"].as_string() != "web-00002") return false;
+    return true;
+  }, 20s)) << json::serialize(gw.status());
+}
+
+TEST(GatewayDevLoop, AWatchedFileEditMakesARevisionUnderLoad) {
+  TempDir dir;
+  dir.write("src.txt", "v1");
+  dir.write("sluice.yaml", web_yaml("    watch: ['*.txt']\n"));
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  LoadDuring load(gw);
+  ASSERT_TRUE(load.started);
+  dir.write("src.txt", "v2");
+  auto line = gw.process->wait_for_line("\"event\":\"revision.serving\"", 20s);
+  ASSERT_TRUE(line) << gw.process->stdout_text();
+  EXPECT_NE(line->find("changed: src.txt"), std::string::npos) << *line;
+  load.finish();
+  EXPECT_EQ(revision_of(gw), "web-00002\n");
+}
+
+TEST(GatewayDevLoop, ABurstOfEditsMakesOneRevision) {
+  TempDir dir;
+  dir.write("sluice.yaml", web_yaml("    watch: ['src/**/*.txt']\n"));
+  fs::create_directories(dir.path("src/a"));
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  for (int i = 0; i < 5; ++i) std::ofstream(dir.path("src/a/f" + std::to_string(i) + ".txt")) << "x";
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"revision.serving\"", 20s)) << gw.process->stdout_text();
+  // Quiet for several debounce periods: no second revision follows.
+  EXPECT_FALSE(gw.process->wait_for_line("web-00003", 1500ms));
+  EXPECT_EQ(revision_of(gw), "web-00002\n");
+}
+
+TEST(GatewayDevLoop, AFailedBuildKeepsTheOldRevisionServingUnderLoad) {
+  TempDir dir;
+  dir.write("src.txt", "ok");
+  dir.write("sluice.yaml", web_yaml("    working-dir: " + dir.path() + "\n    watch: [src.txt]\n    build: grep -q ok src.txt\n"));
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  {
+    LoadDuring load(gw);
+    ASSERT_TRUE(load.started);
+    dir.write("src.txt", "syntax error");
+    auto failed = gw.process->wait_for_line("\"event\":\"build.failed\"", 20s);
+    ASSERT_TRUE(failed) << gw.process->stdout_text();
+    EXPECT_NE(failed->find("exited with code 1"), std::string::npos) << *failed;
+    load.finish();
+  }
+  EXPECT_EQ(revision_of(gw), "web-00001\n");
+  dir.write("src.txt", "ok again");
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"build.done\"", 20s)) << gw.process->stdout_text();
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"revision.serving\"", 20s)) << gw.process->stdout_text();
+  EXPECT_EQ(revision_of(gw), "web-00002\n");
+}
+
+TEST(GatewayDevLoop, ARevisionThatCannotStartIsReportedAndTheOldOneKeepsServingUnderLoad) {
+  TempDir dir;
+  dir.write("sluice.yaml", web_yaml(""));
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  {
+    LoadDuring load(gw);
+    ASSERT_TRUE(load.started);
+    dir.write("sluice.yaml", "services:\n  web:\n    command: echo 'no database' >&2; exit 3\n");
+    auto failed = gw.process->wait_for_line("\"event\":\"revision.failed\"", 20s);
+    ASSERT_TRUE(failed) << gw.process->stdout_text();
+    EXPECT_NE(failed->find("exited with code 3"), std::string::npos) << *failed;
+    EXPECT_NE(failed->find("\"serving\":\"web-00001\""), std::string::npos) << *failed;
+    load.finish();
+  }
+  EXPECT_EQ(revision_of(gw), "web-00001\n");
+  auto revisions = gw.service()["revisions"].as_array();
+  ASSERT_EQ(revisions.size(), 2u) << json::serialize(revisions);
+  EXPECT_EQ(revisions[1].as_object()["phase"].as_string(), "failed");
+}
+
+TEST(GatewayDevLoop, ABadEditIsReportedWithFileAndLineAndTheRunningConfigStays) {
+  TempDir dir;
+  dir.write("sluice.yaml", web_yaml(""));
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  dir.write("sluice.yaml", web_yaml("    max-scale: lots\n    buffer-size: -2\n"));
+  auto bad = gw.process->wait_for_line("\"event\":\"config.invalid\"", 20s);
+  ASSERT_TRUE(bad) << gw.process->stdout_text();
+  EXPECT_NE(bad->find(dir.path("sluice.yaml") + ":5: services.web: max-scale"), std::string::npos) << *bad;
+  EXPECT_NE(bad->find(dir.path("sluice.yaml") + ":6: services.web.buffer-size"), std::string::npos) << *bad;
+  EXPECT_EQ(revision_of(gw), "web-00001\n");
+  EXPECT_EQ(curl({gw.url("/env/V")}).out, "one\n");
+}
+
+TEST(GatewayDevLoop, SighupReloadsInsteadOfStopping) {
+  TempDir dir;
+  dir.write("sluice.yaml", web_yaml(""));
+  // Written in place (no rename) and then SIGHUP: either way one new revision.
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  gw.process->signal(SIGHUP);
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"config.reloaded\"", 10s)) << gw.process->stdout_text();
+  EXPECT_TRUE(gw.process->running());
+  EXPECT_EQ(revision_of(gw), "web-00001\n");  // nothing changed: no revision
+  dir.write("sluice.yaml", web_yaml("", "three"));
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"revision.serving\"", 20s)) << gw.process->stdout_text();
+  EXPECT_EQ(curl({gw.url("/env/V")}).out, "three\n");
+}
+
+TEST(GatewayDevLoop, CheckReportsEveryErrorWithFileAndLine) {
+  TempDir dir;
+  dir.write("bad.yaml", "listen: nope\nautoscaler:\n  stable-window: forever\nservices:\n  web:\n"
+                        "    command: ./server\n    max-scale: lots\n    buffer-size: -1\n    request-timeout: 30s\n"
+                        "    memory: 256Mi\n  api:\n    port: 99999\n");
+  auto r = run_command({SLUICE_BIN, "gateway", "--check", dir.path("bad.yaml")});
+  EXPECT_EQ(r.exit_code, 2);
+  const auto f = dir.path("bad.yaml");
+  for (const auto& want : {f + ":1: listen", f + ":3: autoscaler: stable-window", f + ":7: services.web: max-scale",
+                           f + ":8: services.web.buffer-size", f + ":12: services.api.port", std::string("services.api.command: is required")})
+    EXPECT_NE(r.err.find(want), std::string::npos) << want << " in:\n" << r.err;
+  EXPECT_NE(r.err.find("6 errors"), std::string::npos) << r.err;
+}
+
+TEST(GatewayDevLoop, AServiceThatFailedToStartAnswers503WithRetryAfter) {
+  Gateway gw({"--", "/bin/sh", "-c", "exit 4"});
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"instance.failed\"", 10s));
+  auto r = curl({"-s", "-D", "-", gw.url("/")});
+  EXPECT_NE(r.out.find("HTTP/1.1 503"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Retry-After: "), std::string::npos) << r.out;
+}
+
+TEST(GatewayDevLoop, APerServiceRequestTimeoutEndsSlowRequests) {
+  TempDir dir;
+  dir.write("sluice.yaml", web_yaml("    request-timeout: 1s\n    memory: 64Mi\n"));
+  Gateway gw({"--config", dir.path("sluice.yaml")});
+  EXPECT_EQ(curl({gw.url("/delay/10")}).out, "delayed 10\n");
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = curl({"-s", "-o", "/dev/null", "-w", "%{http_code}", gw.url("/delay/3000")});
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.out, "504") << r.out;
+  EXPECT_LT(took, 2500ms);
+}
+
+TEST(GatewayDevLoop, PipedOutputIsOneJsonShapeWithPlainNumbers) {
+  Gateway gw({"--status", "json", "--", DEMO_APP_BIN});
+  ASSERT_TRUE(gw.process->wait_for_line("\"message\":\"status\"", 10s));
+  ASSERT_EQ(curl({gw.url("/")}).exit_code, 0);
+  auto admin = body_of(http_get(gw.admin_port, "/.sluice/status"));
+  EXPECT_EQ(admin.find("E0"), std::string::npos) << admin;
+  EXPECT_NE(admin.find("\"rps\":"), std::string::npos) << admin;
+  for (const auto& l : gw.process->lines()) {
+    if (l.find("sluice-demo-app") != std::string::npos) continue;  // the app's own text, inside "line"
+    ASSERT_FALSE(l.empty());
+    EXPECT_EQ(l.front(), '{') << l;
+    EXPECT_NO_THROW((void)json::parse(l)) << l;
+    EXPECT_NE(l.find("\"severity\":"), std::string::npos) << l;
+    EXPECT_EQ(l.find("E0,"), std::string::npos) << l;
+    EXPECT_EQ(l.find("──"), std::string::npos) << l;
+  }
+}
+
+TEST(GatewayDevLoop, TheBinaryHasVersionHelpAndBareUsage) {
+  auto v = run_command({SLUICE_BIN, "--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind("sluice ", 0), 0u) << v.out;
+  auto h = run_command({SLUICE_BIN, "help"});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("usage: sluice <mode>"), std::string::npos) << h.out;
+  auto bare = run_command({SLUICE_BIN}, 10s);
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_NE(bare.err.find("usage: sluice <mode>"), std::string::npos) << bare.err;
+  auto g = run_command({SLUICE_BIN, "gateway", "--help"});
+  EXPECT_NE(g.out.find("127.0.0.1:8079"), std::string::npos) << g.out;
+}
+
+TEST(GatewayDevLoop, TheStateDirectoryGoesWithTheGatewayOnEveryExit) {
+  pid_t killed_pid = 0;
+  {
+    Gateway gw({"--", DEMO_APP_BIN});
+    killed_pid = gw.process->pid();
+    ASSERT_TRUE(fs::exists("/tmp/sluice-" + std::to_string(killed_pid)));
+    gw.process->signal(SIGKILL);
+    ASSERT_TRUE(gw.process->wait_exit(10s));
+  }
+  ASSERT_TRUE(fs::exists("/tmp/sluice-" + std::to_string(killed_pid)));  // nobody could remove it
+  pid_t drained_pid = 0;
+  {
+    Gateway gw({"--", DEMO_APP_BIN});
+    drained_pid = gw.process->pid();
+    // The next gateway sweeps what the killed one left.
+    EXPECT_FALSE(fs::exists("/tmp/sluice-" + std::to_string(killed_pid)));
+    gw.process->signal(SIGTERM);
+    ASSERT_TRUE(gw.process->wait_exit(20s));
+  }
+  EXPECT_FALSE(fs::exists("/tmp/sluice-" + std::to_string(drained_pid)));
+}
+
+TEST(GatewayDevLoop, CtrlCOnDevShRunDrainsAndExitsZero) {
+  // As a terminal does: SIGINT to the whole foreground process group (the script and the gateway).
+  Process script(ProcessOptions{
+      .argv = {"setsid", "bash", SOURCE_DIR "/scripts/dev.sh", "run"},
+      .env = {{"SLUICE_SKIP_BUILD", "1"}, {"SLUICE_BIN", SLUICE_BIN}, {"DEMO_APP_BIN", DEMO_APP_BIN},
+              {"PORT", std::to_string(free_port())}, {"ADMIN_PORT", std::to_string(free_port())}},
+      .merge_stderr = true});
+  ASSERT_TRUE(script.wait_for_line("\"listener\":\"gateway\"", 20s)) << script.stdout_text();
+  auto line = script.wait_for_line("gateway starting", 1s);
+  ASSERT_TRUE(line);
+  auto dir_at = line->find("/tmp/sluice-");
+  ASSERT_NE(dir_at, std::string::npos) << *line;
+  auto dir = line->substr(dir_at, line->find("/logs", dir_at) - dir_at);
+  ASSERT_TRUE(fs::exists(dir)) << dir;
+  pid_t group = ::getpgid(script.pid());
+  ASSERT_GT(group, 0);
+  ASSERT_EQ(::kill(-group, SIGINT), 0);
+  auto code = script.wait_exit(30s);
+  ASSERT_TRUE(code) << script.stdout_text();
+  EXPECT_EQ(*code, 0) << script.stdout_text();
+  auto out = script.stdout_text();
+  EXPECT_EQ(out.find("unbound variable"), std::string::npos) << out;
+  EXPECT_EQ(out.find("killing every instance"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"message\":\"stopped\""), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir)) << dir;
+}
+
+}  // namespace
+}  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+// On a terminal (a pty from script(1)) the table is redrawn in place: cursor up over the old table and
+// erase, then the new one — never a second copy below the first.
+TEST(GatewayDevLoop, OnATerminalTheTableIsRedrawnInPlace) {
+  int port = free_port(), admin = free_port();
+  const std::string command = std::string(SLUICE_BIN) + " gateway --listen 127.0.0.1:" + std::to_string(port) +
+                              " --admin 127.0.0.1:" + std::to_string(admin) + " -- " + DEMO_APP_BIN;
+  Process term(ProcessOptions{.argv = {"script", "-qfec", command, "/dev/null"}, .env = {{"COLUMNS", "120"}}});
+  ASSERT_TRUE(term.wait_for_line("listening", 20s)) << term.stdout_text();
+  ASSERT_TRUE(eventually([&] { return term.stdout_text().find("── sluice gateway ──") != std::string::npos; }, 10s));
+  ASSERT_EQ(curl({"http://127.0.0.1:" + std::to_string(port) + "/"}).exit_code, 0);
+  // A redraw: "\r ESC[<n>A ESC[J" erases the table the terminal shows, then the new one follows.
+  EXPECT_TRUE(eventually([&] {
+    auto out = term.stdout_text();
+    return std::regex_search(out, std::regex("\r\x1b\\[[0-9]+A\x1b\\[J"));
+  }, 10s)) << term.stdout_text();
+  // Log lines are plain text on a terminal, not JSON.
+  EXPECT_EQ(term.stdout_text().find("{\"severity\""), std::string::npos);
+  // The gateway's pid is in its state directory's name; it drains, and script(1) ends with it.
+  std::smatch m;
+  auto out = term.stdout_text();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("/tmp/sluice-([0-9]+)/logs"))) << out;
+  ::kill(std::stoi(m[1].str()), SIGTERM);
+  EXPECT_TRUE(term.wait_exit(30s));
+}
+
+}  // namespace
+}  // namespace sluice::test

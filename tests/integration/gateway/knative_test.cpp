@@ -1,0 +1,98 @@
+// Knative Service YAML in the gateway: two revisions of one Service split 80/20 (measured over 1,000
+// requests), a tag by header and by host, the subset's fields, and what is outside it (warned, or a
+// clear error).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/integration/gateway/gateway_harness.h"
+
+namespace sluice::test {
+namespace {
+
+std::string revision_doc(const std::string& revision, const std::string& value, const std::string& extra = "") {
+  return "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata:\n  name: hello\n  namespace: default\n"
+         "spec:\n  template:\n    metadata:\n      name: " + revision +
+         "\n      annotations:\n        autoscaling.knative.dev/max-scale: \"3\"\n    spec:\n"
+         "      containerConcurrency: 0\n      timeoutSeconds: 30\n      containers:\n"
+         "        - image: example.com/hello:latest\n          command: [\"" + std::string(DEMO_APP_BIN) + "\"]\n"
+         "          env:\n            - name: V\n              value: " + value + "\n"
+         "          ports:\n            - containerPort: 8080\n          readinessProbe:\n            httpGet:\n"
+         "              path: /\n" + extra;
+}
+
+std::string split_file() {
+  return revision_doc("hello-v1", "one") + "---\n" +
+         revision_doc("hello-v2", "two",
+                      "  traffic:\n    - revisionName: hello-v1\n      percent: 80\n"
+                      "    - latestRevision: true\n      percent: 20\n      tag: canary\n");
+}
+
+// `n` requests on one curl (keep-alive), the bodies counted.
+std::map<std::string, int> bodies(Gateway& gw, int n, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"-s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  for (int i = 0; i < n; ++i) args.push_back(gw.url("/env/V"));
+  auto r = curl(args, 120);
+  std::map<std::string, int> count;
+  std::size_t at = 0;
+  for (auto nl = r.out.find('\n'); nl != std::string::npos; at = nl + 1, nl = r.out.find('\n', at))
+    ++count[r.out.substr(at, nl - at)];
+  return count;
+}
+
+TEST(GatewayKnative, TwoRevisionsSplit80To20) {
+  TempFile file("sluice-kn.yaml", split_file());
+  Gateway gw({"--config", file.path()});
+  auto count = bodies(gw, 1000);
+  EXPECT_EQ(count["one"] + count["two"], 1000) << count.size();
+  EXPECT_NEAR(count["one"], 800, 50) << "one " << count["one"] << ", two " << count["two"];
+  EXPECT_NEAR(count["two"], 200, 50) << "one " << count["one"] << ", two " << count["two"];
+  auto revisions = gw.service("hello")["revisions"].as_array();
+  ASSERT_EQ(revisions.size(), 2u) << json::serialize(revisions);
+  EXPECT_EQ(revisions[0].as_object()["name"].as_string(), "hello-v1");
+  EXPECT_EQ(revisions[0].as_object()["traffic_percent"].as_int64(), 80);
+  EXPECT_EQ(revisions[1].as_object()["traffic_percent"].as_int64(), 20);
+}
+
+TEST(GatewayKnative, ATagPicksItsRevisionByHeaderAndByHost) {
+  TempFile file("sluice-kn.yaml", split_file());
+  Gateway gw({"--config", file.path()});
+  auto by_header = bodies(gw, 50, {"-H", "Knative-Serving-Tag: canary"});
+  EXPECT_EQ(by_header["two"], 50) << by_header["one"];
+  auto by_host = bodies(gw, 50, {"-H", "Host: canary-hello.localhost"});
+  EXPECT_EQ(by_host["two"], 50) << by_host["one"];
+  EXPECT_EQ(curl({"-H", "Knative-Serving-Tag: canary", gw.url("/env/K_REVISION")}).out, "hello-v2\n");
+  // An unknown tag gets the split, as in Knative.
+  auto unknown = bodies(gw, 50, {"-H", "Knative-Serving-Tag: nope"});
+  EXPECT_EQ(unknown["one"] + unknown["two"], 50);
+}
+
+TEST(GatewayKnative, FieldsOutsideTheSubsetAreWarnedAboutOnce) {
+  TempFile file("sluice-kn.yaml", revision_doc("hello-00001", "one"));
+  Gateway gw({"--config", file.path()});
+  std::size_t namespace_warnings = 0, image_warnings = 0;
+  for (const auto& l : gw.process->lines()) {
+    namespace_warnings += l.find("metadata.namespace: ignored") != std::string::npos;
+    image_warnings += l.find(".image: ignored (the command runs on this machine)") != std::string::npos;
+  }
+  EXPECT_EQ(namespace_warnings, 1u) << gw.process->stdout_text();
+  EXPECT_EQ(image_warnings, 1u) << gw.process->stdout_text();
+  EXPECT_EQ(curl({gw.url("/env/K_REVISION")}).out, "hello-00001\n");
+  EXPECT_EQ(curl({gw.url("/env/K_SERVICE")}).out, "hello\n");
+}
+
+TEST(GatewayKnative, AnImageWithoutACommandIsAClearErrorAsIsABadSplit) {
+  std::string doc = "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  template:\n"
+                    "    spec:\n      containers:\n        - image: nginx\n  traffic:\n    - latestRevision: true\n"
+                    "      percent: 90\n";
+  TempFile file("sluice-kn.yaml", doc);
+  auto r = run_command({SLUICE_BIN, "gateway", "--check", file.path()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(":9: document 1.spec.template.spec.containers[0].image: 'nginx': running images is not implemented"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":11: document 1.spec.traffic: percents add up to 90, not 100"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sluice::test
