@@ -50,6 +50,14 @@ std::string http_get(const std::string& address, int port) {
   return body == std::string::npos ? "" : out.substr(body + 4);
 }
 
+// The interface index of host link `name`, or -1 when there is none.
+int link_index(const std::string& name) {
+  std::ifstream in("/sys/class/net/" + name + "/ifindex");
+  int index = -1;
+  in >> index;
+  return in ? index : -1;
+}
+
 // Any process or open fd on this machine still holding the namespace `inode`?
 bool netns_in_use(unsigned long long inode) {
   const std::string want = "net:[" + std::to_string(inode) + "]";
@@ -89,8 +97,11 @@ class SandboxTest : public ::testing::Test {
   void TearDown() override {
     rt_.reset();
     // Checked after every test: no link, namespace, cgroup dir or slot file of its sandboxes remains.
-    for (const auto& st : made_) {
-      EXPECT_FALSE(path_exists("/sys/class/net/" + st.host_link)) << st.host_link;
+    for (std::size_t i = 0; i < made_.size(); ++i) {
+      const auto& st = made_[i];
+      // A test running alongside may already have a link of the same slot's name: ours is gone when no
+      // link has that name or it is another link (interface indexes are not reused at once).
+      EXPECT_NE(link_index(st.host_link), made_links_[i]) << st.host_link;
       EXPECT_TRUE(eventually([&] { return !netns_in_use(st.netns_inode); }, 5s)) << "netns of " << st.id;
       for (const auto& dir : st.cgroup_dirs) EXPECT_FALSE(path_exists(dir.string())) << dir;
       EXPECT_FALSE(lease_of_sandbox_exists(st.id)) << st.id;
@@ -101,8 +112,15 @@ class SandboxTest : public ::testing::Test {
     EXPECT_TRUE(ok) << ok.error();
     auto st = rt_->pod_sandbox_status(id);
     EXPECT_TRUE(st);
-    if (st) made_.push_back(*st);
+    if (st) {
+      remember(*st);
+    }
     return st.value_or(PodSandboxStatus{});
+  }
+  // Checked at teardown: what the sandbox made must be gone.
+  void remember(const PodSandboxStatus& st) {
+    made_.push_back(st);
+    made_links_.push_back(link_index(st.host_link));
   }
   InstanceSpec in_pod(const std::string& id, const std::string& pod, const std::string& script) {
     auto s = shell(id, script);
@@ -112,6 +130,7 @@ class SandboxTest : public ::testing::Test {
   Recorded rec_;
   std::unique_ptr<Runtime> rt_;
   std::vector<PodSandboxStatus> made_;
+  std::vector<int> made_links_;  // the host links' interface indexes
 };
 
 TEST_F(SandboxTest, TwoPodsBothListenOn8080AtTheirOwnAddresses) {
@@ -281,7 +300,7 @@ TEST_F(SandboxTest, SandboxesMadeConcurrentlyGetAddressesOfTheirOwn) {
     EXPECT_EQ(errors[i], "") << i;
     auto st = rt_->pod_sandbox_status("cc" + std::to_string(i));
     ASSERT_TRUE(st);
-    made_.push_back(*st);
+    remember(*st);
     addresses.insert(st->address);
   }
   EXPECT_EQ(addresses.size(), static_cast<std::size_t>(kPods));
@@ -320,7 +339,7 @@ TEST_F(SandboxTest, RuncContainerJoinsThePodNetworkAndExecRunsInside) {
   auto ok = rt_->run_pod_sandbox(PodSandboxConfig{"pod-runc", PodLimits{48ULL << 20, std::nullopt}}, "runc");
   ASSERT_TRUE(ok) << ok.error();
   auto pod = *rt_->pod_sandbox_status("pod-runc");
-  made_.push_back(pod);
+  remember(pod);
   auto s = in_pod("r1", "pod-runc", "mkdir -p /tmp/www && echo from-runc > /tmp/www/index.html && "
                                     "exec httpd -f -p 0.0.0.0:$PORT -h /tmp/www");
   s.handler = "runc";
