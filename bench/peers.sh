@@ -22,6 +22,7 @@ PEERS="nginx haproxy h2o"  # the proxies sluice is compared with ("best peer" = 
 BUILD=0
 PIN=1
 COPIES=0
+BASE_DIR=
 
 # One scenario per line: name, load generator, listener (h1 = cleartext HTTP/1.1; h2c = cleartext HTTP/2
 # by prior knowledge; tls = the TLS port, ALPN h2 with h2load, HTTP/1.1 with wrk, which offers no ALPN),
@@ -50,6 +51,8 @@ usage: bench/peers.sh [--rounds N] [--duration S] [--warmup S] [--idle S] [--bas
   --targets L      any of direct nginx haproxy h2o sluice (default "$TARGETS")
   --scenarios L    any of: $SCENARIOS (default: all)
   --bin-dir DIR    where app/sluice and demo/sluice-demo-app are (default \$ROOT/build/release)
+  --baseline DIR   add target "base": app/sluice of another build (e.g. an older commit's), in the same
+                   alternating rounds, so a change is measured against it under the same conditions
   --no-sluice      drop sluice from the targets
   --no-pin         do not pin processes to CPUs
   --build          run 'cmake --preset release && cmake --build --preset release' first
@@ -78,6 +81,7 @@ while [[ $# -gt 0 ]]; do
     --targets) TARGETS=${2//,/ }; shift 2 ;;
     --scenarios) SCENARIOS=${2//,/ }; shift 2 ;;
     --bin-dir) BIN_DIR=$(cd "$2" && pwd) || die "--bin-dir: no directory '$2'"; shift 2 ;;
+    --baseline) BASE_DIR=$(cd "$2" && pwd) || die "--baseline: no directory '$2'"; shift 2 ;;
     --no-sluice) TARGETS=${TARGETS//sluice/}; shift ;;
     --no-pin) PIN=0; shift ;;
     --build) BUILD=1; shift ;;
@@ -98,6 +102,10 @@ has_target() { [[ " $TARGETS " == *" $1 "* ]]; }
 for t in $TARGETS; do
   [[ " direct nginx haproxy h2o sluice " == *" $t "* ]] || die "--targets: unknown target '$t'"
 done
+if [[ -n $BASE_DIR ]]; then
+  [[ -x $BASE_DIR/app/sluice ]] || die "--baseline: missing $BASE_DIR/app/sluice"
+  TARGETS+=" base"
+fi
 declare -A SC_TOOL SC_LISTENER SC_ARGS SC_PATH
 while read -r name tool listener args path; do
   [[ -n $name ]] || continue
@@ -154,7 +162,7 @@ PORT[direct,h1]=$BASE_PORT
 NA[direct,h2c]="the backend speaks cleartext HTTP/1.1 only"
 NA[direct,tls]=${NA[direct,h2c]}
 i=0
-for t in nginx haproxy h2o sluice; do
+for t in nginx haproxy h2o sluice base; do
   i=$((i + 1))
   PORT[$t,h1]=$((BASE_PORT + 10 * i)) PORT[$t,h2c]=$((BASE_PORT + 10 * i)) PORT[$t,tls]=$((BASE_PORT + 10 * i + 2))
 done
@@ -200,6 +208,7 @@ cp "$DEMO_SRC" "$OUT/bin/"
 DEMO_BIN=$OUT/bin/sluice-demo-app
 if has_target sluice; then cp "$SLUICE_SRC" "$OUT/bin/"; fi
 SLUICE_BIN=$OUT/bin/sluice
+if [[ -n $BASE_DIR ]]; then mkdir -p "$OUT/base-bin" && cp "$BASE_DIR/app/sluice" "$OUT/base-bin/"; fi
 
 # One self-signed pair for every proxy (HAProxy wants certificate and key in one file).
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$OUT/tls/key.pem" -out "$OUT/tls/cert.pem" -days 2 \
@@ -233,14 +242,16 @@ start_proxy() { # start_proxy TARGET plain|tls: writes its config, starts it pin
              set -- haproxy -db -f "$dir/haproxy.cfg" ;;  # -db: foreground, one process
     h2o) render h2o.conf.in h2o "$mode" >"$dir/h2o.conf"
          set -- h2o -c "$dir/h2o.conf" ;;
-    sluice)
-      [[ $mode == tls ]] && sluice_tls=(QUEUE_SERVING_TLS_PORT="${PORT[sluice,tls]}"
+    sluice | base)
+      local bin=$SLUICE_BIN
+      [[ $t == base ]] && bin=$OUT/base-bin/sluice
+      [[ $mode == tls ]] && sluice_tls=(QUEUE_SERVING_TLS_PORT="${PORT[$t,tls]}"
         SLUICE_TLS_CERT_FILE="$OUT/tls/cert.pem" SLUICE_TLS_KEY_FILE="$OUT/tls/key.pem")
-      set -- env CONTAINER_CONCURRENCY=0 QUEUE_SERVING_PORT="${PORT[sluice,h1]}" "${sluice_tls[@]}" \
+      set -- env CONTAINER_CONCURRENCY=0 QUEUE_SERVING_PORT="${PORT[$t,h1]}" "${sluice_tls[@]}" \
         USER_PORT="$BASE_PORT" SLUICE_UPSTREAM_PROTOCOL=http1 REVISION_TIMEOUT_SECONDS=300 \
         SERVING_NAMESPACE=bench SERVING_CONFIGURATION=demo SERVING_REVISION=demo-00001 SERVING_POD=demo-pod \
         SERVING_POD_IP=127.0.0.1 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=warn SLUICE_ADMIN_PORT=0 \
-        SLUICE_METRICS_PORT=0 SLUICE_USER_METRICS_PORT=0 "$SLUICE_BIN" sidecar --workers 1 ;;
+        SLUICE_METRICS_PORT=0 SLUICE_USER_METRICS_PORT=0 "$bin" sidecar --workers 1 ;;
   esac
   "${PIN_PROXY[@]}" "$@" >>"$dir/stdout.log" 2>&1 &
   PID_OF[$t]=$!
@@ -372,6 +383,7 @@ done
   echo "# sluice bench/peers.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -r), $(nproc) CPUs, clk_tck=$CLK_TCK"
   echo "# sluice $(git -C "$BIN_DIR" rev-parse --short HEAD 2>/dev/null || echo '?') from $BIN_DIR; $(nginx -v 2>&1);" \
     "$(haproxy -v 2>/dev/null | head -1 | cut -d' ' -f1-3); $(h2o --version 2>/dev/null | head -1)"
+  [[ -z $BASE_DIR ]] || echo "# base (baseline sluice) from $BASE_DIR/app/sluice"
   echo "# $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2); $(h2load --version 2>&1 | head -1)"
   echo "# scenarios: $SCENARIOS; $ROUNDS rounds of ${DURATION}s alternating: $TARGETS"
   if [[ -n $PROXY_CPU ]]; then

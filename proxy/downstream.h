@@ -57,7 +57,12 @@ class Downstream {
   // What the codecs do to the connection itself act on the TCP socket underneath.
   void cancel(error_code& ec) { socket().cancel(ec); }
   void close(error_code& ec) { socket().close(ec); }
-  void shutdown(tcp::socket::shutdown_type what, error_code& ec) { socket().shutdown(what, ec); }
+  // Over TLS, a close_notify goes first (if the socket takes it now), so that the client can tell the
+  // end of the connection from a cut one.
+  void shutdown(tcp::socket::shutdown_type what, error_code& ec) {
+    if (tls_ && what != tcp::socket::shutdown_receive) tls_->notify_close();
+    socket().shutdown(what, ec);
+  }
   tcp::endpoint remote_endpoint(error_code& ec) const { return socket().remote_endpoint(ec); }
   template <class Option>
   void set_option(const Option& o, error_code& ec) { socket().set_option(o, ec); }

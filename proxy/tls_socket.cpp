@@ -19,9 +19,19 @@ TlsSocket::TlsSocket(tcp::socket socket, asio::ssl::context& context)
   // write_some semantics: a write may end after whole records, and a retry may pass the rest from
   // wherever the caller keeps it.
   SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+  // Read what the socket has, not a record header and then its body: one read() per batch of records
+  // instead of two per record. SSL_read still answers WANT_READ only when no whole record is buffered.
+  SSL_set_read_ahead(ssl_, 1);
 }
 
 TlsSocket::~TlsSocket() { SSL_free(ssl_); }
+
+void TlsSocket::notify_close() {
+  if (!SSL_is_init_finished(ssl_) || (SSL_get_shutdown(ssl_) & SSL_SENT_SHUTDOWN) != 0) return;
+  ERR_clear_error();
+  (void)SSL_shutdown(ssl_);  // 0: sent, the peer's has not come (and need not); <0: could not write now
+  ERR_clear_error();
+}
 
 error_code TlsSocket::failure(int rv) {
   switch (SSL_get_error(ssl_, rv)) {

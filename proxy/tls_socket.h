@@ -14,7 +14,11 @@
 
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream_base.hpp>
+#include <algorithm>
+#include <array>
 #include <cstddef>
+#include <cstring>
+#include <iterator>
 
 #include "proxy/asio.h"
 
@@ -46,6 +50,10 @@ class TlsSocket {
         token);
   }
 
+  // Sends close_notify if the socket takes it at once (no wait: the connection is closing anyway).
+  // Only between operations: not while a write is under way.
+  void notify_close();
+
   // void(error_code, std::size_t): some bytes of the first non-empty buffer.
   template <class MutableBuffers, class Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
@@ -58,10 +66,13 @@ class TlsSocket {
         token);
   }
 
-  // void(error_code, std::size_t): some bytes of the first non-empty buffer (a partial write is whole records).
+  // void(error_code, std::size_t): some leading bytes of `buffers` (a partial write is whole records).
+  // Small leading buffers (an HTTP/1.1 head and a short body, say) go out as one record: they are copied
+  // together into a staging buffer of 8 KiB, as a record per buffer would cost a record header, a MAC
+  // and a system call each.
   template <class ConstBuffers, class Token>
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-    asio::const_buffer b(first(buffers));
+    asio::const_buffer b = gather(buffers);
     return asio::async_initiate<Token, void(error_code, std::size_t)>(
         [this, b](auto handler) {
           run([this, b](std::size_t& n) { return b.size() == 0 ? 1 : SSL_write_ex(ssl_, b.data(), b.size(), &n); },
@@ -88,6 +99,31 @@ class TlsSocket {
     for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it)
       if (Buffer b(*it); b.size() > 0) return b;
     return Buffer{};
+  }
+
+  // The first non-empty buffer; or, when it and the whole buffers after it fit into one record, those
+  // buffers copied together into `staging_` (a buffer that does not fit whole is left for the next write:
+  // a large body is never copied here).
+  template <class ConstBuffers>
+  asio::const_buffer gather(const ConstBuffers& buffers) {
+    auto it = asio::buffer_sequence_begin(buffers);
+    const auto end = asio::buffer_sequence_end(buffers);
+    while (it != end && asio::const_buffer(*it).size() == 0) ++it;
+    if (it == end) return {};
+    asio::const_buffer head(*it);
+    std::size_t used = 0;  // bytes in staging_; 0 while `head` is alone
+    for (auto next = std::next(it); next != end; ++next) {
+      asio::const_buffer b(*next);
+      if (b.size() == 0) continue;
+      if (std::max(used, head.size()) + b.size() > kStaging) break;
+      if (used == 0) {
+        std::memcpy(staging_.data(), head.data(), head.size());
+        used = head.size();
+      }
+      std::memcpy(staging_.data() + used, b.data(), b.size());
+      used += b.size();
+    }
+    return used == 0 ? head : asio::const_buffer(staging_.data(), used);
   }
 
   // Tries `attempt` (an SSL call returning 1 on success, with the byte count in its argument); while
@@ -136,8 +172,14 @@ class TlsSocket {
   // The error for a failed SSL call: a clean close_notify or a bare EOF is asio::error::eof.
   error_code failure(int rv);
 
+  // Half a record's plaintext at most (16 KiB, RFC 8446 §5.1): a head with a short body, without
+  // holding 16 KiB per connection for it.
+  static constexpr std::size_t kStaging = 8 * 1024;
+
   tcp::socket socket_;
   SSL* ssl_ = nullptr;
+  // Written from by at most one write at a time; a write waiting on the socket retries from it.
+  std::array<char, kStaging> staging_;
 };
 
 }  // namespace sluice::proxy

@@ -15,7 +15,7 @@ std::string lowercase(std::string_view s) {
 }
 
 std::size_t SendQueue::append(asio::const_buffer data) {
-  constexpr std::size_t kSmallestRing = 4096;
+  constexpr std::size_t kSmallestRing = 1024;  // served from malloc's per-thread cache (larger blocks are not)
   if (in_flight_ + unsent_ == 0 && size_ < std::min(data.size(), capacity_)) {
     size_ = std::min(capacity_, std::max(kSmallestRing, std::bit_ceil(data.size())));
     ring_ = std::make_unique_for_overwrite<char[]>(size_);

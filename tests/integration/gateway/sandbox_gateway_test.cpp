@@ -209,6 +209,8 @@ TEST_F(SandboxGateway, PreStopRunsBeforeSigtermAndPostStartGatesReadiness) {
     pid = gw.process->pid();
     ASSERT_TRUE(eventually([&] { return gw.ready() == 1; }, 20s)) << gw.process->stdout_text();
     // Ready only after the hook: its line comes first although the app listens within milliseconds.
+    // The admin API can report the instance ready before its event line has been read from the pipe.
+    ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"instance.ready\"", 10s)) << gw.process->stdout_text();
     std::size_t hook_at = 0, ready_at = 0, n = 0;
     for (const auto& l : gw.process->lines()) {
       ++n;

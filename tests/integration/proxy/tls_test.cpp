@@ -77,6 +77,32 @@ TEST(Tls, AlpnPicksH2OrHttp11AndTheAppSeesHttps) {
   EXPECT_EQ(curl({sidecar.url("/")}).out, "Hello from sluice-demo-app\n");
 }
 
+// What openssl s_client -msg saw of the records it received: "<<< TLS 1.3, InnerContent" lines are
+// followed by the content type of the record, 17 for application data.
+std::size_t received_application_records(const std::string& msg) {
+  std::size_t n = 0;
+  for (auto at = msg.find("<<< TLS 1.3, InnerContent [length 0001]\n    17"); at != std::string::npos;
+       at = msg.find("<<< TLS 1.3, InnerContent [length 0001]\n    17", at + 1))
+    ++n;
+  return n;
+}
+
+// An HTTP/1.1 head and a short body are written together: one record, not one per buffer. The end of the
+// connection is a close_notify, so the client can tell it from a cut connection.
+TEST(Tls, AShortResponseIsOneRecordAndTheCloseIsNotified) {
+  CertDir certs;
+  certs.make(1009);
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = tls_env(certs)}};
+  auto r = run_command({"sh", "-c", "(printf 'GET / HTTP/1.1\\r\\nHost: a\\r\\nConnection: close\\r\\n\\r\\n'; "
+                                    "sleep 2) | openssl s_client -quiet -msg -alpn http/1.1 -connect 127.0.0.1:" +
+                                        std::to_string(sidecar.tls_port) + " 2>&1"},
+                       30s);
+  EXPECT_NE(r.out.find("Hello from sluice-demo-app"), std::string::npos) << r.out;
+  EXPECT_EQ(received_application_records(r.out), 1U) << r.out;
+  EXPECT_NE(r.out.find("<<< TLS 1.3, Alert [length 0002], warning close_notify"), std::string::npos) << r.out;
+}
+
 TEST(Tls, LargeBodiesStreamBothWaysOverH2) {
   CertDir certs;
   certs.make(1002);
