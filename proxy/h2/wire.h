@@ -4,8 +4,8 @@
 // Body bytes are copied once on their way out: into a stream's SendQueue (a fixed ring) when the
 // forwarder hands them over. nghttp2 never copies them (NGHTTP2_DATA_FLAG_NO_COPY): the writer gathers
 // frame headers and slices of the rings into one vectored write, and frees ring space only when the
-// write completed. Over TLS the batch is made contiguous first, so that records are full (Asio's TLS
-// stream encrypts one buffer per write): one more copy there.
+// write completed. Over TLS the batch is made contiguous first, so that records are full (OpenSSL has no
+// gathered write, and the TLS socket joins only small buffers): one more copy there.
 #pragma once
 
 #include <nghttp2/nghttp2.h>
