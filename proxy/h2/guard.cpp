@@ -40,8 +40,11 @@ void ConnectionGuard::configure(nghttp2_option* opt) const {
   nghttp2_option_set_max_continuations(opt, limits_.max_continuations);
   nghttp2_option_set_max_outbound_ack(opt, limits_.max_outbound_ack);
   nghttp2_option_set_max_settings(opt, limits_.max_settings);
-  // Ours (frame()) counts the same frames first; nghttp2's stays as a second line.
-  nghttp2_option_set_stream_reset_rate_limit(opt, limits_.reset_burst, limits_.reset_rate);
+  // Ours (frame()) counts the same frames first; nghttp2's stays as a second line, twice as loose: it
+  // refills once a second (ours continuously), so with equal settings it could run out first and close
+  // with INTERNAL_ERROR instead of ENHANCE_YOUR_CALM.
+  nghttp2_option_set_stream_reset_rate_limit(opt, 2 * static_cast<std::uint64_t>(limits_.reset_burst),
+                                             2 * static_cast<std::uint64_t>(limits_.reset_rate));
 }
 
 bool ConnectionGuard::frame(const nghttp2_frame_hd& hd, Clock::time_point now) {
