@@ -57,7 +57,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
   Revision* s = router_.route(host, tag);
   if (!s) co_return proxy::BackendRefusal{404, "no service is routed for Host '" + std::string(host) + "'"};
   auto ex = co_await asio::this_coro::executor;
-  auto now = Clock::now();
+  auto now = clock_now();
   // A revision replaced while this request waited hands it on to the new one: wait there.
   for (int moves = 0;; ++moves) {
     auto attempt = acquire_at(*s, ex, now, deadline, moves == 0);  // named: see STYLE.md on co_await
@@ -84,7 +84,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>>
   };
   auto refuse = [&](proxy::BackendRefusal r) {  // under s->mu
     ++s->refused;
-    s->stats.request_out(Clock::now(), false);
+    s->stats.request_out(clock_now(), false);
     return r;
   };
   proxy::WaitQueue<Handed>::Ticket ticket;
@@ -128,7 +128,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>>
   if (auto& handed = ticket.outcome()) {
     if (auto* refusal = std::get_if<proxy::BackendRefusal>(&*handed)) co_return refuse(*refusal);
     if (std::holds_alternative<Moved>(*handed)) {
-      s->stats.request_out(Clock::now(), false);  // it counts at the next revision now
+      s->stats.request_out(clock_now(), false);  // it counts at the next revision now
       co_return std::get<Moved>(*handed);
     }
     auto inst = std::get<std::shared_ptr<Instance>>(*handed);
@@ -137,13 +137,13 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>>
     co_return lease_of(inst);
   }
   s->waiters.leave(ticket);
-  auto waited = std::to_string(static_cast<long long>(ms_between(now, Clock::now()))) + " ms";
+  auto waited = std::to_string(static_cast<long long>(ms_between(now, clock_now()))) + " ms";
   co_return refuse({504, s->none_ready() ? "service " + s->config.name + ": no instance became ready within " + waited
                                          : "service " + s->config.name + ": no instance was free within " + waited});
 }
 
 void Fleet::release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived) {
-  const auto now = Clock::now();
+  const auto now = clock_now();
   std::lock_guard lock(s.mu);
   s.stats.request_out(now, false);
   // Arrival to the end of the exchange, any wait in the buffer included: the dashboard's percentiles.
@@ -168,7 +168,7 @@ void Fleet::on_connection() {
   auto inst = s->pick();
   if (!inst || !inst->frozen || inst->in_flight != 0) return;
   inst->frozen = false;
-  inst->prewarm_until = Clock::now() + std::chrono::seconds(1);
+  inst->prewarm_until = clock_now() + std::chrono::seconds(1);
   post_thaw(inst->id);
 }
 

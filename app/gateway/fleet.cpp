@@ -78,9 +78,11 @@ void Tasks::wait_all() {
   cv_.wait(lock, [&] { return running_ == 0; });
 }
 
-Fleet::Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_context& control)
+Fleet::Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio::io_context& control,
+             std::function<Clock::time_point()> clock)
     : config_(config),
       runtime_(runtime),
+      clock_(std::move(clock)),
       pods_(config, runtime),
       control_(control),
       stat_timer_(control),

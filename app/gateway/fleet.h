@@ -35,7 +35,7 @@
 #include "app/gateway/revision.h"
 #include "app/gateway/router.h"
 #include "proxy/backends.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_service.h"
 
 namespace sluice::app::gateway {
 
@@ -57,7 +57,9 @@ class Fleet final : public proxy::Backends {
  public:
   static constexpr std::size_t kLatenciesKept = Revision::kLatenciesKept;
   // `control` is the io_context of the control thread, where scaling and lifecycle decisions run.
-  Fleet(const GatewayConfig& config, runtime::Runtime& runtime, asio::io_context& control);
+  // `clock` (default: the steady clock) is what every decision reads the time from; tests inject one.
+  Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio::io_context& control,
+        std::function<Clock::time_point()> clock = {});
   ~Fleet() override;
 
   asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> acquire(
@@ -67,6 +69,11 @@ class Fleet final : public proxy::Backends {
 
   // On the control thread: validation instances, then the 1 s stat and 2 s KPA tickers.
   void start();
+  // On the control thread: what the tickers run. The stat tick feeds each serving revision's
+  // RequestStats period to its KPA; the scale tick applies each KPA's decision. Tests call them with
+  // an injected clock instead of start()ing the tickers.
+  void stat_tick();
+  void scale_tick();
   // Off the control thread, after the proxy has drained: stops every instance (SIGTERM, grace, SIGKILL)
   // and waits for them.
   void stop_all();
@@ -126,8 +133,6 @@ class Fleet final : public proxy::Backends {
 
   // Scaling loop (control).
   asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)());
-  void stat_tick();
-  void scale_tick();
   void housekeeping();
   void decide(Revision& s, Clock::time_point now);
   void scale(Revision& s, std::int32_t desired);  // under s.mu
@@ -148,8 +153,11 @@ class Fleet final : public proxy::Backends {
   template <class Fn>
   void for_each_revision(Fn&& fn) const;  // any thread
 
+  Clock::time_point clock_now() const { return clock_ ? clock_() : Clock::now(); }
+
   const GatewayConfig& config_;
-  runtime::Runtime& runtime_;
+  runtime::RuntimeService& runtime_;
+  std::function<Clock::time_point()> clock_;
   InstancePods pods_;
   asio::io_context& control_;
   Router router_;

@@ -50,7 +50,7 @@ void Fleet::reindex() {
 }
 
 Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, Phase phase, std::string reason) {
-  auto now = Clock::now();
+  auto now = clock_now();
   auto s = std::make_unique<Revision>(now);
   s->config = sc;
   s->generation = ++generations_[sc.name];

@@ -69,7 +69,7 @@ void Fleet::start_instance(Revision& s, bool validation) {
   // In a pod every instance has its own address and takes PORT 8080; on the host each needs a free port.
   inst->port = s.config.port ? s.config.port : pods_.enabled() ? 8080 : free_port();
   inst->validation = validation;
-  inst->created = Clock::now();
+  inst->created = clock_now();
   s.instances.push_back(inst);
   {
     std::lock_guard lock(registry_mu_);
@@ -154,11 +154,11 @@ asio::awaitable<void> Fleet::await_ready(Revision* s, std::shared_ptr<Instance> 
     if (stopping_) co_return;
     auto attempt = probe.try_once(kProbeTryTimeout);  // named: see STYLE.md on co_await
     if (co_await std::move(attempt)) {
-      log::debug("instance listening").kv("instance", inst->id).kv("listen_ms", ms_between(inst->created, Clock::now()));
+      log::debug("instance listening").kv("instance", inst->id).kv("listen_ms", ms_between(inst->created, clock_now()));
       became_ready(*s, inst);
       co_return;
     }
-    auto now = Clock::now();
+    auto now = clock_now();
     if (now >= deadline) {
       start_failed(*s, inst, "not listening on PORT " + std::to_string(pc.port) + " after " +
                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(c.start_deadline).count()) +
@@ -177,7 +177,7 @@ void Fleet::became_ready(Revision& s, const std::shared_ptr<Instance>& inst) {
   {
     std::lock_guard lock(s.mu);
     if (inst->state != InstanceState::starting) return;
-    auto now = Clock::now();
+    auto now = clock_now();
     inst->state = InstanceState::ready;
     inst->ready_at = now;
     s.failures = 0;
@@ -234,7 +234,7 @@ void Fleet::start_failed(Revision& s, const std::shared_ptr<Instance>& inst, con
   ++s.failures;
   s.failed_reason = reason;
   auto backoff = std::chrono::seconds(std::min(60, 1 << std::min(s.failures, 6)));
-  s.retry_at = Clock::now() + backoff;
+  s.retry_at = clock_now() + backoff;
   log::error("instance failed to start").kv("event", "instance.failed").kv("service", s.config.name)
       .kv("instance", inst->id).kv("reason", reason).kv("retry_after_s", static_cast<std::int64_t>(backoff.count()));
   stop_instance(s, inst);
@@ -290,7 +290,7 @@ void Fleet::post_freeze(Revision& s, const std::shared_ptr<Instance>& inst) {
 void Fleet::freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst) {
   std::lock_guard lock(s.mu);
   if (inst->in_flight != 0 || inst->frozen || inst->state != InstanceState::ready) return;
-  if (inst->prewarm_until > Clock::now()) return;
+  if (inst->prewarm_until > clock_now()) return;
   inst->frozen = true;
   // Posted under the lock: a request that thaws it posts its thaw after this, and the throttler runs
   // them in that order.
@@ -328,7 +328,7 @@ void Fleet::handle_exit(const runtime::InstanceStatus& st) {
   stop_instance(*s, inst);
   // A replacement: at once after a long life, after a growing back-off when it keeps crashing early.
   Clock::duration delay = 0s;
-  if (Clock::now() - inst->ready_at < 10s) {
+  if (clock_now() - inst->ready_at < 10s) {
     ++s->crash_streak;
     delay = std::chrono::seconds(std::min(30, 1 << std::min(s->crash_streak, 5)));
   } else {

@@ -36,7 +36,7 @@ asio::awaitable<void> Fleet::every(asio::steady_timer& timer, Clock::duration pe
 }
 
 void Fleet::stat_tick() {
-  const auto now = Clock::now();
+  const auto now = clock_now();
   for (auto& s : services_) {
     {
       std::lock_guard lock(s->mu);
@@ -54,7 +54,7 @@ void Fleet::stat_tick() {
 }
 
 void Fleet::scale_tick() {
-  const auto now = Clock::now();
+  const auto now = clock_now();
   for (auto& s : services_) {
     {
       std::lock_guard lock(s->mu);
@@ -93,7 +93,7 @@ void Fleet::scale(Revision& s, std::int32_t desired) {
   if (!s.waiters.empty()) want = std::max<std::size_t>(want, 1);
   auto have = s.active();
   if (have < want) {
-    if (!s.failed_reason.empty() && Clock::now() < s.retry_at) return;
+    if (!s.failed_reason.empty() && clock_now() < s.retry_at) return;
     for (; have < want; ++have) start_instance(s, false);
     return;
   }
@@ -111,7 +111,7 @@ void Fleet::scale(Revision& s, std::int32_t desired) {
 
 // Instances a new connection thawed ahead of its request and that no request came to: frozen again.
 void Fleet::housekeeping() {
-  const auto now = Clock::now();
+  const auto now = clock_now();
   for (auto& s : services_) {
     if (!s->throttling) continue;
     std::vector<std::shared_ptr<Instance>> refreeze;
