@@ -64,7 +64,7 @@ using Handed = std::variant<std::shared_ptr<Instance>, proxy::BackendRefusal, Mo
 struct Revision {
   static constexpr std::size_t kLatenciesKept = 1024;
 
-  Revision(Clock::time_point now) : stats(now) {}
+  explicit Revision(Clock::time_point now) : stats(now) {}
 
   // Set at creation on the control thread, before any other thread sees the revision.
   ServiceConfig config;  // `traffic` changes on the control thread only; the rest is immutable
