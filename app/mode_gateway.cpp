@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "common/control_listener.h"
 #include "proxy/server.h"
+#include "runtime/runtime.h"
 
 namespace sluice::app {
 namespace {

@@ -13,54 +13,13 @@
 
 #include "runtime/instance.h"
 #include "runtime/pod_cgroup.h"
+#include "runtime/runtime_service.h"
 #include "runtime/throttle.h"
 
 namespace sluice::runtime {
 
 class Handler;
 class Reactor;
-
-// Success, or why an operation failed. Failures here are expected (bad command, unknown id), not bugs.
-class [[nodiscard]] Outcome {
- public:
-  Outcome() = default;
-  static Outcome failure(std::string why) {
-    Outcome o;
-    o.error_ = why.empty() ? "failed" : std::move(why);
-    return o;
-  }
-  bool ok() const { return error_.empty(); }
-  explicit operator bool() const { return ok(); }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string error_;
-};
-
-// CRI's PodSandboxConfig, the parts sluice uses: a name and the pod's resource limits.
-struct PodSandboxConfig {
-  std::string id;  // [A-Za-z0-9._-]+, unique among live sandboxes
-  PodLimits limits;
-};
-
-enum class SandboxState { ready, not_ready };  // CRI's SANDBOX_READY / SANDBOX_NOTREADY
-std::string_view to_string(SandboxState s);
-
-struct PodSandboxStatus {
-  std::string id;
-  std::string handler;
-  SandboxState state = SandboxState::ready;
-  std::string address;       // the pod's IP (its eth0): where its containers' ports are reached
-  std::string host_address;  // the host end of its link
-  std::string host_link;     // the host end's name, "sluice<slot>"
-  unsigned long long netns_inode = 0;  // as in /proc/<pid>/ns/net "net:[inode]"
-  std::optional<Clock::time_point> created_at;
-  std::vector<std::string> containers;
-  PodLimits limits;
-  std::filesystem::path memory_limit_file, cpu_limit_file;  // where the limits are visible
-  std::vector<std::filesystem::path> cgroup_dirs;           // the pod's dirs, one per hierarchy used
-  std::uint64_t oom_kills = 0;
-};
 
 struct RuntimeOptions {
   std::string throttle = "auto";      // "auto" or a ThrottleKind name; a named one must be usable
@@ -76,45 +35,45 @@ struct RuntimeOptions {
   OutputCallback on_output;
 };
 
-class Runtime {
+class Runtime final : public RuntimeService {
  public:
   // Detects the throttle mechanism; throws ConfigError when a requested one is unusable.
   explicit Runtime(RuntimeOptions opts);
   // Kills and removes every instance left, then removes the runtime's cgroups and state dir.
-  ~Runtime();
+  ~Runtime() override;
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  const ThrottleChoice& throttle() const { return throttle_; }
+  const ThrottleChoice& throttle() const override { return throttle_; }
   // Failure names the handler: unknown, or unavailable with the underlying runtime's message.
   Outcome check_handler(const std::string& name);
 
-  Outcome create(const InstanceSpec& spec);
-  Outcome start(const std::string& id);
+  Outcome create(const InstanceSpec& spec) override;
+  Outcome start(const std::string& id) override;
   // Thaws, SIGTERM, waits up to `grace` (default: options), then SIGKILL; returns once exited.
-  Outcome stop(const std::string& id, std::optional<std::chrono::milliseconds> grace = std::nullopt);
+  Outcome stop(const std::string& id, std::optional<std::chrono::milliseconds> grace = std::nullopt) override;
   // Stops (SIGKILL at once) if still running, releases cgroups, capture, TMPDIR; the id is then free.
-  Outcome remove(const std::string& id);
-  Outcome freeze(const std::string& id);
-  Outcome thaw(const std::string& id);
+  Outcome remove(const std::string& id) override;
+  Outcome freeze(const std::string& id) override;
+  Outcome thaw(const std::string& id) override;
 
-  std::optional<InstanceStatus> status(const std::string& id) const;
+  std::optional<InstanceStatus> status(const std::string& id) const override;
   std::vector<InstanceStatus> list() const;
   // Waits until the instance has exited; nullopt at the deadline or if there is no such instance.
   std::optional<InstanceStatus> wait_exited(const std::string& id, std::chrono::milliseconds timeout);
 
   // Runs `argv` inside a running container (namespaces, cgroup, user, environment), thawing it first.
-  ExecResult exec(const std::string& id, const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+  ExecResult exec(const std::string& id, const std::vector<std::string>& argv, std::chrono::milliseconds timeout) override;
 
   // PodSandboxes (CRI): nullopt when this machine can make them, else why not (no root, no netns, ...).
-  std::optional<std::string> sandbox_unavailable_reason();
+  std::optional<std::string> sandbox_unavailable_reason() override;
   // Network namespace + veth + pod cgroups with limits; blocks until ready or failed (nothing left then).
-  Outcome run_pod_sandbox(const PodSandboxConfig& config, const std::string& handler = "process");
+  Outcome run_pod_sandbox(const PodSandboxConfig& config, const std::string& handler = "process") override;
   // Stops its containers (SIGKILL), releases its network; it stays listed as not ready.
   Outcome stop_pod_sandbox(const std::string& id);
   // Force-removes its containers, then its network, cgroups and slot.
-  Outcome remove_pod_sandbox(const std::string& id);
-  std::optional<PodSandboxStatus> pod_sandbox_status(const std::string& id) const;
+  Outcome remove_pod_sandbox(const std::string& id) override;
+  std::optional<PodSandboxStatus> pod_sandbox_status(const std::string& id) const override;
   std::vector<PodSandboxStatus> list_pod_sandbox() const;
 
  private:

@@ -18,19 +18,40 @@ namespace sluice::app::gateway {
 
 using namespace std::chrono_literals;
 
-std::string_view Fleet::to_string(Phase p) {
-  switch (p) {
-    case Phase::validating: return "validating";
-    case Phase::serving: return "serving";
-    case Phase::retired: return "retired";
-    case Phase::failed: return "failed";
-  }
-  return "?";
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
-Fleet::Service& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, Phase phase, std::string reason) {
-  auto now = Clock::now();
-  auto s = std::make_unique<Service>();
+}  // namespace
+
+// Phases change on the control thread only, under the revision's mutex: here they are read without it.
+Revision* Fleet::primary(const std::string& name) {
+  Revision* best = nullptr;
+  for (auto& s : services_)
+    if (s->config.name == name && s->phase == Phase::serving && (!best || s->percent > best->percent)) best = s.get();
+  return best;
+}
+
+void Fleet::reindex() {
+  auto t = std::make_shared<Router::Table>();
+  for (auto& s : services_) {
+    if (s->phase != Phase::serving) continue;
+    t->serving[s->config.name].push_back(Router::Target{s.get(), s->percent, s->tags});
+    for (const auto& h : s->config.hosts) t->hosts[lower(h)] = s->config.name;
+    for (const auto& tag : s->tags) t->tag_hosts[lower(tag + "-" + s->config.name + ".localhost")] = s.get();
+  }
+  t->default_service = default_name_;
+  t->default_primary = primary(default_name_);
+  t->tag_header_routing = config_.features.tag_header_routing != FeatureState::disabled;
+  router_.publish(std::move(t));
+}
+
+Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, Phase phase, std::string reason) {
+  auto now = clock_now();
+  auto s = std::make_unique<Revision>(now);
   s->config = sc;
   s->generation = ++generations_[sc.name];
   char number[16];
@@ -50,42 +71,50 @@ Fleet::Service& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig
   // a new revision starts with the one instance that validates it.
   s->kpa->set_scale(phase == Phase::validating ? std::max(1, sc.scaling.min_scale)
                                                : std::max(sc.scaling.min_scale, sc.scaling.initial_scale));
-  s->integral_since = now;
-  s->stat_since = now;
+  auto& numbers = instance_numbers_[sc.name];
+  if (!numbers) numbers = std::make_shared<std::atomic<int>>(0);
+  s->instance_numbers = numbers;
   if (sc.is_default) default_name_ = sc.name;
-  services_.push_back(std::move(s));
+  {
+    std::lock_guard lock(list_mu_);
+    services_.push_back(std::move(s));
+  }
   reindex();
   return *services_.back();
 }
 
-Fleet::Service* Fleet::latest(const std::string& name) {
-  Service* found = nullptr;
+Revision* Fleet::latest(const std::string& name) {
+  Revision* found = nullptr;
   for (auto& s : services_)
     if (s->config.name == name && (s->phase == Phase::serving || s->phase == Phase::validating)) found = s.get();
   return found;
 }
 
-void Fleet::promote(Service& next) {
-  Service* old = nullptr;
+void Fleet::promote(Revision& next) {
+  Revision* old = nullptr;
   for (auto& s : services_)
     if (s.get() != &next && s->config.name == next.config.name && s->phase == Phase::serving &&
         (!old || s->generation > old->generation))
       old = s.get();
-  if (old && old->generation > next.generation) {  // a newer one serves already: this one is too late
-    next.phase = Phase::failed;
-    next.reason = "superseded by " + old->revision;
-    return;
+  {
+    std::lock_guard lock(next.mu);
+    if (next.phase != Phase::validating) return;  // superseded meanwhile
+    if (old && old->generation > next.generation) {  // a newer one serves already: this one is too late
+      next.phase = Phase::failed;
+      next.reason = "superseded by " + old->revision;
+      return;
+    }
+    next.phase = Phase::serving;
+    next.validated = true;
   }
-  next.phase = Phase::serving;
-  next.validated = true;
   log::info("revision " + next.revision + " is ready: traffic moves to it" + (old ? " from " + old->revision : ""))
       .kv("event", "revision.serving").kv("service", next.config.name).kv("revision", next.revision)
       .kv("reason", next.reason).kv("previous", old ? old->revision : "");
   assign_traffic(next.config.name, next.config.traffic, next);
 }
 
-void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTarget>& traffic, Service& latest) {
-  std::vector<Service*> serving;
+void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTarget>& traffic, Revision& latest) {
+  std::vector<Revision*> serving;
   for (auto& s : services_)
     if (s->config.name == name && s->phase == Phase::serving) {
       serving.push_back(s.get());
@@ -94,9 +123,9 @@ void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTar
     }
   if (traffic.empty()) latest.percent = 100;
   for (const auto& t : traffic) {
-    Service* target = &latest;
+    Revision* target = &latest;
     if (!t.revision.empty()) {
-      auto it = std::find_if(serving.begin(), serving.end(), [&](Service* s) { return s->revision == t.revision; });
+      auto it = std::find_if(serving.begin(), serving.end(), [&](Revision* s) { return s->revision == t.revision; });
       if (it != serving.end()) {
         target = *it;
       } else {
@@ -112,18 +141,17 @@ void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTar
   reindex();
 }
 
-void Fleet::retire(Service& old, Service* successor) {
-  old.phase = Phase::retired;
-  old.successor = successor;
+void Fleet::retire(Revision& old, Revision* successor) {
   old.percent = 0;
   old.tags.clear();
+  std::lock_guard lock(old.mu);
+  old.phase = Phase::retired;
+  old.successor = successor;
   // Requests waiting for the old revision wait for the new one instead; none is refused.
-  account(old, Clock::now());
   if (successor) old.waiters.hand_all(Moved{successor});
   else old.waiters.hand_all(proxy::BackendRefusal{503, "service " + old.config.name + " was removed from the config"});
   auto instances = old.instances;
   for (const auto& i : instances) drain_instance(old, i);
-  reindex();
 }
 
 void Fleet::apply(GatewayConfig next) {
@@ -136,44 +164,43 @@ void Fleet::apply(GatewayConfig next) {
   std::set<std::string> names;
   for (const auto& sc : g->services) {
     names.insert(sc.name);
-    Service* current = nullptr;
-    {
-      std::lock_guard lock(mu_);
-      current = latest(sc.name);
-      if (!current) {
-        auto& s = add_revision(sc, *g, Phase::serving, "new service");
-        log::info("service added: " + sc.name).kv("event", "service.added").kv("service", sc.name).kv("revision", s.revision);
-        if (sc.validate) start_instance(s, true);
-        continue;
-      }
+    Revision* current = latest(sc.name);
+    if (!current) {
+      auto& s = add_revision(sc, *g, Phase::serving, "new service");
+      log::info("service added: " + sc.name).kv("event", "service.added").kv("service", sc.name).kv("revision", s.revision);
+      std::lock_guard lock(s.mu);
+      if (sc.validate) start_instance(s, true);
+      continue;
     }
     if (current->config.fingerprint != sc.fingerprint) {
       roll(sc, g, "config changed");
     } else if (current->config.traffic != sc.traffic) {  // a new split is not a new revision (Knative's rule)
-      std::lock_guard lock(mu_);
       current->config.traffic = sc.traffic;
       if (current->phase == Phase::serving) assign_traffic(sc.name, sc.traffic, *current);
       log::info("traffic of " + sc.name + " changed").kv("event", "traffic.changed").kv("service", sc.name);
     }
   }
-  {
-    std::lock_guard lock(mu_);
-    for (auto& s : services_)
-      if (!names.contains(s->config.name) && (s->phase == Phase::serving || s->phase == Phase::validating)) {
-        log::info("service removed: " + s->config.name + " drains").kv("event", "service.removed").kv("service", s->config.name);
-        if (s->phase == Phase::serving) retire(*s, nullptr);
-        else s->phase = Phase::failed;
+  bool removed = false;
+  for (auto& s : services_)
+    if (!names.contains(s->config.name) && (s->phase == Phase::serving || s->phase == Phase::validating)) {
+      log::info("service removed: " + s->config.name + " drains").kv("event", "service.removed").kv("service", s->config.name);
+      removed = true;
+      if (s->phase == Phase::serving) {
+        retire(*s, nullptr);
+      } else {
+        std::lock_guard lock(s->mu);
+        s->phase = Phase::failed;
       }
-  }
+    }
+  if (removed) reindex();
   current_ = g;
 }
 
 void Fleet::files_changed(const std::string& service, const std::string& what, Clock::time_point last) {
-  Service* current = nullptr;
+  Revision* current = latest(service);
+  if (!current) return;
   {
-    std::lock_guard lock(mu_);
-    current = latest(service);
-    if (!current) return;
+    std::lock_guard lock(builds_mu_);
     auto b = builds_.find(service);
     // What a build writes is its own doing, not an edit: changes seen while it ran are ignored.
     if (b != builds_.end() && last >= b->second.started && (b->second.running || last <= b->second.finished + 50ms))
@@ -186,16 +213,16 @@ void Fleet::roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std:
   if (stopping_) return;
   if (!sc.build.empty() && !built) {
     {
-      std::lock_guard lock(mu_);
+      std::lock_guard lock(builds_mu_);
       builds_[sc.name] = Build{true, Clock::now(), {}};
     }
     tasks_.spawn([this, sc, g, reason] { run_build(sc, g, reason); });
     return;
   }
-  std::lock_guard lock(mu_);
   // An older revision still validating will not get traffic now: this one replaces it.
   for (auto& s : services_)
     if (s->config.name == sc.name && s->phase == Phase::validating) {
+      std::lock_guard lock(s->mu);
       s->phase = Phase::failed;
       s->reason = "superseded";
       auto instances = s->instances;
@@ -204,6 +231,7 @@ void Fleet::roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std:
   auto& s = add_revision(sc, *g, Phase::validating, reason);
   log::info("revision " + s.revision + " starting (" + reason + ")").kv("event", "revision.validating")
       .kv("service", sc.name).kv("revision", s.revision).kv("reason", reason);
+  std::lock_guard lock(s.mu);
   start_instance(s, false);
 }
 
@@ -211,7 +239,7 @@ void Fleet::roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std:
 // control thread, the new revision (or, when it failed, nothing: the serving revision stays).
 void Fleet::run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason) {
   auto finished = [&](bool ok) {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(builds_mu_);
     builds_[sc.name].running = false;
     builds_[sc.name].finished = Clock::now();
     return ok;
@@ -265,25 +293,24 @@ void Fleet::run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g,
   asio::post(control_, [this, sc, g, reason] { roll(sc, g, reason, true); });
 }
 
+// These three run on the control thread: the list is its own; instances are read under their revision's lock.
 std::vector<std::pair<std::string, int>> Fleet::instance_pids() const {
-  std::lock_guard lock(mu_);
   std::vector<std::pair<std::string, int>> out;
-  for (const auto& s : services_)
+  for (const auto& s : services_) {
+    std::lock_guard lock(s->mu);
     for (const auto& i : s->instances)
       if (i->pid > 0) out.emplace_back(i->id, i->pid);
+  }
   return out;
 }
 
 std::optional<std::pair<std::string, std::string>> Fleet::service_and_revision(const std::string& instance) const {
-  std::lock_guard lock(mu_);
-  for (const auto& s : services_)
-    for (const auto& i : s->instances)
-      if (i->id == instance) return std::pair{s->config.name, s->revision};
-  return std::nullopt;
+  auto [s, inst] = find(instance);
+  if (!s) return std::nullopt;
+  return std::pair{s->config.name, s->revision};
 }
 
 std::vector<ServiceConfig> Fleet::service_configs() const {
-  std::lock_guard lock(mu_);
   std::vector<ServiceConfig> out;
   for (const auto& s : services_)
     if (s->phase == Phase::serving) out.push_back(s->config);

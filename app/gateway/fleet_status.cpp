@@ -1,10 +1,16 @@
 // The fleet as others see it: GET /.sluice/status (one object per service, its revisions and their
-// instances) and /metrics (Prometheus text, a series per revision); see fleet.h.
+// instances) and /metrics (Prometheus text through prometheus-cpp, a series per revision); see fleet.h.
+// On the control thread, which owns the list of revisions; each revision is read under its own lock.
 #include <algorithm>
 #include <cmath>
 #include <map>
 
 #include <boost/json/array.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include "app/gateway/fleet.h"
 
@@ -15,19 +21,22 @@ namespace json = boost::json;
 json::object Fleet::status() const {
   json::object out;
   json::array services;
-  std::lock_guard lock(mu_);
+  // Every revision's lock at once, in list order (the only place that holds more than one: nothing else
+  // can wait for one of them while holding another, so no cycle).
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (const auto& s : services_) locks.emplace_back(s->mu);
   // One object per service: its serving revision's numbers, every live revision, every instance.
   std::vector<std::string> names;
   for (const auto& s : services_)
     if (std::find(names.begin(), names.end(), s->config.name) == names.end()) names.push_back(s->config.name);
   for (const auto& name : names) {
-    const Service* main = nullptr;
+    const Revision* main = nullptr;
     for (const auto& s : services_)
       if (s->config.name == name && (!main || (s->phase == Phase::serving &&
                                                (main->phase != Phase::serving || s->percent > main->percent))))
         main = s.get();
     if (main->phase == Phase::retired && main->instances.empty()) continue;  // removed from the config
-    const Service* s = main;
+    const Revision* s = main;
     json::object o;
     o["name"] = s->config.name;
     o["revision"] = s->revision;
@@ -35,7 +44,7 @@ json::object Fleet::status() const {
     for (const auto& h : s->config.hosts) hosts.emplace_back(h);
     o["hosts"] = std::move(hosts);
     o["default"] = s->config.is_default;
-    o["throttling"] = s->throttling;
+    o["throttling"] = s->throttling.load();
     o["scale_to_zero"] = s->scale_to_zero;
     o["container_concurrency"] = s->config.scaling.container_concurrency;
     o["desired"] = s->desired;
@@ -111,42 +120,44 @@ json::object Fleet::status() const {
 }
 
 std::string Fleet::prometheus() const {
-  std::string out;
-  auto add = [&out](std::string_view name, std::string_view help, std::string_view type) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name).append(" ").append(type).append("\n");
+  prometheus::Registry registry;
+  auto counter = [&](const std::string& name, const std::string& help) -> auto& {
+    return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
   };
-  auto sample = [&out](std::string_view name, const std::string& labels, double v) {
-    out.append(name).append("{").append(labels).append("} ");
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    out.append(buf).append("\n");
+  auto gauge = [&](const std::string& name, const std::string& help) -> auto& {
+    return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
   };
-  std::lock_guard lock(mu_);
-  auto label = [](const Service& s) { return "service=\"" + s.config.name + "\",revision=\"" + s.revision + "\""; };
-  add("sluice_requests_total", "Requests routed to the service.", "counter");
-  for (const auto& s : services_) sample("sluice_requests_total", label(*s), static_cast<double>(s->requests_total));
-  add("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.", "counter");
-  for (const auto& s : services_) sample("sluice_refused_requests_total", label(*s), static_cast<double>(s->refused));
-  add("sluice_inflight_requests", "Requests at an instance now.", "gauge");
-  for (const auto& s : services_) sample("sluice_inflight_requests", label(*s), static_cast<double>(s->in_flight));
-  add("sluice_queue_depth", "Requests waiting for an instance now.", "gauge");
-  for (const auto& s : services_) sample("sluice_queue_depth", label(*s), static_cast<double>(s->waiters.size()));
-  add("sluice_cold_starts_total", "Times the service went from no ready instance to one.", "counter");
-  for (const auto& s : services_) sample("sluice_cold_starts_total", label(*s), static_cast<double>(s->cold_starts));
-  add("sluice_instance_crashes_total", "Instances that exited without being asked to.", "counter");
-  for (const auto& s : services_) sample("sluice_instance_crashes_total", label(*s), static_cast<double>(s->crashes));
-  add("sluice_instances", "Instances by state.", "gauge");
+  auto& requests = counter("sluice_requests_total", "Requests routed to the service.");
+  auto& refused = counter("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.");
+  auto& in_flight = gauge("sluice_inflight_requests", "Requests at an instance now.");
+  auto& queued = gauge("sluice_queue_depth", "Requests waiting for an instance now.");
+  auto& cold_starts = counter("sluice_cold_starts_total", "Times the service went from no ready instance to one.");
+  auto& crashes = counter("sluice_instance_crashes_total", "Instances that exited without being asked to.");
+  auto& instances = gauge("sluice_instances", "Instances by state.");
+  auto& desired = gauge("sluice_desired_instances", "The KPA's decision.");
   for (const auto& s : services_) {
+    const std::map<std::string, std::string> labels{{"service", s->config.name}, {"revision", s->revision}};
+    auto with_state = [&](const std::string& state) {
+      auto l = labels;
+      l.emplace("state", state);
+      return l;
+    };
+    desired.Add(labels).Set(s->desired);  // control thread's own
+    std::lock_guard lock(s->mu);
+    requests.Add(labels).Increment(static_cast<double>(s->requests_total));
+    refused.Add(labels).Increment(static_cast<double>(s->refused));
+    in_flight.Add(labels).Set(static_cast<double>(s->in_flight));
+    queued.Add(labels).Set(static_cast<double>(s->waiters.size()));
+    cold_starts.Add(labels).Increment(static_cast<double>(s->cold_starts));
+    crashes.Add(labels).Increment(static_cast<double>(s->crashes));
     std::map<std::string, int> by_state{{"starting", 0}, {"ready", 0}, {"frozen", 0}, {"draining", 0}};
     for (const auto& i : s->instances) {
       if (i->state == InstanceState::stopped) continue;
       ++by_state[i->state == InstanceState::ready && i->frozen ? "frozen" : std::string(gateway::to_string(i->state))];
     }
-    for (const auto& [state, n] : by_state) sample("sluice_instances", label(*s) + ",state=\"" + state + "\"", n);
+    for (const auto& [state, n] : by_state) instances.Add(with_state(state)).Set(n);
   }
-  add("sluice_desired_instances", "The KPA's decision.", "gauge");
-  for (const auto& s : services_) sample("sluice_desired_instances", label(*s), s->desired);
-  return out;
+  return prometheus::TextSerializer().Serialize(registry.Collect());
 }
 
 }  // namespace sluice::app::gateway

@@ -22,7 +22,7 @@ std::string describe(const runtime::ExecResult& r) {
   return out.empty() ? what : what + ": " + out;
 }
 
-InstancePods::InstancePods(const GatewayConfig& config, runtime::Runtime& runtime)
+InstancePods::InstancePods(const GatewayConfig& config, runtime::RuntimeService& runtime)
     : config_(config), runtime_(runtime) {
   if (config.sandbox == SandboxMode::off) return;
   auto why = runtime.sandbox_unavailable_reason();

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "app/gateway/config.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_service.h"
 
 namespace sluice::app::gateway {
 
@@ -15,7 +15,7 @@ class InstancePods {
  public:
   // Decides once: with `sandbox: on` an unusable machine is a ConfigError; with `auto` the gateway falls
   // back to host-network instances and logs why, once.
-  InstancePods(const GatewayConfig& config, runtime::Runtime& runtime);
+  InstancePods(const GatewayConfig& config, runtime::RuntimeService& runtime);
 
   bool enabled() const { return enabled_; }
   // Fills in the parts of `spec` the service's pod settings decide (user, sandbox, port); with pods, makes
@@ -31,7 +31,7 @@ class InstancePods {
 
  private:
   const GatewayConfig& config_;
-  runtime::Runtime& runtime_;
+  runtime::RuntimeService& runtime_;
   bool enabled_ = false;
 };
 

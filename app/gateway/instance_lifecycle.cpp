@@ -1,0 +1,353 @@
+// An instance's life: start (on the spawner thread), readiness (an async probe on the control thread:
+// Asio sockets and timers, no thread and no tight polling), freeze and thaw (on the throttler thread),
+// drain, stop (on a task thread: it waits for the grace period), crash and OOM with their back-off.
+// Decisions run on the control thread; a revision's state is changed under its own mutex. See fleet.h.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "app/gateway/fleet.h"
+#include "common/log.h"
+#include "proxy/readiness_probe.h"
+
+namespace sluice::app::gateway {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A port nobody listens on now, for an instance's PORT. The kernel picks it; the instance binds it
+// moments later (another process could take it between: then the instance fails to start, visibly).
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  std::uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::string exit_description(const runtime::InstanceStatus& st) {
+  if (st.reason == "OOMKilled" && st.memory_limit_bytes)
+    return "OOMKilled (memory limit " + std::to_string(*st.memory_limit_bytes >> 20) + " MiB)";
+  if (st.signal != 0) return "killed by signal " + std::to_string(st.signal);
+  return "exited with code " + std::to_string(st.exit_code);
+}
+
+std::string joined(const std::deque<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) {
+    if (!out.empty()) out += " | ";
+    out += l;
+  }
+  return out;
+}
+
+// Readiness probing, by the instance's age: every 2 ms for its first 50 ms (an app that starts in a few
+// ms pays at most 2 ms more), every 5 ms up to 1 s, then every 25 ms (SPEC §8's 25-50 ms). Each try is an
+// async connect (or GET) bounded by 100 ms; a refused connect costs microseconds.
+Clock::duration probe_pause(Clock::duration age) { return age < 50ms ? 2ms : age < 1s ? 5ms : 25ms; }
+constexpr proxy::Millis kProbeTryTimeout{100};
+
+}  // namespace
+
+void Fleet::start_instance(Revision& s, bool validation) {
+  if (stopping_) return;
+  auto inst = std::make_shared<Instance>();
+  inst->id = s.config.name + "-" + std::to_string(++*s.instance_numbers);
+  // In a pod every instance has its own address and takes PORT 8080; on the host each needs a free port.
+  inst->port = s.config.port ? s.config.port : pods_.enabled() ? 8080 : free_port();
+  inst->validation = validation;
+  inst->created = clock_now();
+  s.instances.push_back(inst);
+  {
+    std::lock_guard lock(registry_mu_);
+    registry_[inst->id] = Registered{&s, inst, {}};
+  }
+  log::info("instance starting").kv("event", "instance.starting").kv("service", s.config.name)
+      .kv("revision", s.revision).kv("instance", inst->id).kv("port", static_cast<unsigned>(inst->port));
+  Revision* sp = &s;
+  asio::post(spawner_, [this, sp, inst] { launch(sp, inst); });
+}
+
+// On the spawner thread: the pod, then create and start the instance; then readiness, on the control thread.
+void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
+  if (stopping_) return;  // shutting down: the fleet's destructor drains this thread
+  auto failed = [&](std::string why) {
+    asio::post(control_, [this, s, inst, why = std::move(why)] { start_failed(*s, inst, why); });
+  };
+  const auto& c = s->config;
+  runtime::InstanceSpec spec;
+  {
+    std::lock_guard lock(s->mu);
+    if (inst->state != InstanceState::starting) return;  // stopped before it started
+    spec.port = inst->port;
+  }
+  spec.id = inst->id;
+  spec.handler = c.handler;
+  spec.command = c.command;
+  spec.env = c.env;
+  if (!metadata_host_.empty()) {
+    spec.env.emplace("GCE_METADATA_HOST", metadata_host_);
+    spec.env.emplace("GCE_METADATA_IP", metadata_host_);
+  }
+  spec.working_dir = c.working_dir;
+  spec.rootfs = c.rootfs;
+  spec.service = c.name;
+  spec.configuration = c.name;
+  spec.revision = s->revision;
+  spec.die_with_starter = true;
+  std::string pod_error;
+  auto address = pods_.open(c, spec, pod_error);
+  if (!address) return failed(pod_error);
+  if (auto ok = runtime_.create(spec); !ok) return failed(ok.error());
+  if (auto ok = runtime_.start(spec.id); !ok) return failed(ok.error());
+  if (auto hook = pods_.post_start(c, spec.id); !hook.empty()) return failed(hook);
+  auto st = runtime_.status(spec.id);
+  std::lock_guard lock(s->mu);
+  inst->address = asio::ip::make_address_v4(*address);
+  inst->port = static_cast<std::uint16_t>(spec.port);
+  if (st) inst->pid = st->pid;
+  // Stopped while it started (shutdown, a superseded revision): stop_instance's task found nothing to stop.
+  if (inst->state == InstanceState::stopped) {
+    inst->state = InstanceState::starting;
+    stop_instance(*s, inst);
+    return;
+  }
+  auto probing = await_ready(s, inst);
+  asio::co_spawn(control_, std::move(probing), asio::detached);
+}
+
+// On the control thread: probe the instance's port (or readiness path) until it answers, it exits
+// (handle_exit reports that), or the start deadline passes.
+asio::awaitable<void> Fleet::await_ready(Revision* s, std::shared_ptr<Instance> inst) {
+  const auto& c = s->config;
+  proxy::ReadinessProbeConfig pc;
+  {
+    std::lock_guard lock(s->mu);
+    pc.host = inst->address.to_string();
+    pc.port = inst->port;
+  }
+  if (!c.readiness_path.empty()) {
+    pc.kind = proxy::ReadinessProbeConfig::Kind::http_get;
+    pc.path = c.readiness_path;
+  }
+  proxy::UserReadiness probe(pc);
+  const auto deadline = inst->created + c.start_deadline;
+  asio::steady_timer pause(control_);
+  while (true) {
+    {
+      std::lock_guard lock(s->mu);
+      if (inst->state != InstanceState::starting) co_return;
+    }
+    if (stopping_) co_return;
+    auto attempt = probe.try_once(kProbeTryTimeout);  // named: see STYLE.md on co_await
+    if (co_await std::move(attempt)) {
+      log::debug("instance listening").kv("instance", inst->id).kv("listen_ms", ms_between(inst->created, clock_now()));
+      became_ready(*s, inst);
+      co_return;
+    }
+    auto now = clock_now();
+    if (now >= deadline) {
+      start_failed(*s, inst, "not listening on PORT " + std::to_string(pc.port) + " after " +
+                                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(c.start_deadline).count()) +
+                                 " s");
+      co_return;
+    }
+    pause.expires_after(std::min<Clock::duration>(probe_pause(now - inst->created), deadline - now));
+    auto [ec] = co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+  }
+}
+
+void Fleet::became_ready(Revision& s, const std::shared_ptr<Instance>& inst) {
+  bool promote_it = false;
+  {
+    std::lock_guard lock(s.mu);
+    if (inst->state != InstanceState::starting) return;
+    auto now = clock_now();
+    inst->state = InstanceState::ready;
+    inst->ready_at = now;
+    s.failures = 0;
+    s.failed_reason.clear();
+    s.validated = true;
+    promote_it = s.phase == Phase::validating;
+    log::info("instance ready").kv("event", "instance.ready").kv("service", s.config.name).kv("instance", inst->id)
+        .kv("port", static_cast<unsigned>(inst->port)).kv("start_ms", ms_between(inst->created, now));
+    if (s.cold_start_since) {
+      s.last_cold_start_ms = ms_between(*s.cold_start_since, now);
+      ++s.cold_starts;
+      s.cold_start_log.emplace_back(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch()).count(),
+                                    s.last_cold_start_ms);
+      if (s.cold_start_log.size() > 50) s.cold_start_log.pop_front();
+      log::info("cold start " + s.config.name + ": 0→1 in " + std::to_string(static_cast<long long>(s.last_cold_start_ms)) +
+                " ms (" + std::to_string(s.cold_start_buffered) + (s.cold_start_buffered == 1 ? " request" : " requests") +
+                " buffered)")
+          .kv("event", "cold_start").kv("service", s.config.name).kv("ms", s.last_cold_start_ms)
+          .kv("buffered", static_cast<std::uint64_t>(s.cold_start_buffered));
+      s.cold_start_since.reset();
+    }
+    dispatch(s);
+    if (inst->validation && inst->in_flight == 0 && s.waiters.empty() && s.config.scaling.min_scale == 0 &&
+        s.scale_to_zero && s.config.scaling.initial_scale == 0) {
+      log::info("service validated; scaled to zero until the first request")
+          .kv("event", "service.validated").kv("service", s.config.name);
+      drain_instance(s, inst);
+    } else if (inst->in_flight == 0 && s.throttling) {
+      post_freeze(s, inst);
+    }
+  }
+  if (promote_it) promote(s);
+}
+
+void Fleet::start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason) {
+  std::unique_lock lock(s.mu);
+  if (inst->state == InstanceState::stopped) return;
+  if (s.phase == Phase::validating) {
+    // A new revision that cannot start never gets traffic: the serving one stays, nothing is retried.
+    s.phase = Phase::failed;
+    s.reason = reason;
+    stop_instance(s, inst);
+    lock.unlock();
+    auto line = log::error("revision " + s.revision + " failed: " + reason);
+    line.kv("event", "revision.failed").kv("service", s.config.name).kv("revision", s.revision).kv("reason", reason);
+    for (const auto& other : services_)  // control thread: the list is ours
+      if (other.get() != &s && other->config.name == s.config.name) {
+        std::lock_guard other_lock(other->mu);
+        if (other->phase == Phase::serving) line.kv("serving", other->revision);
+      }
+    return;
+  }
+  ++s.failures;
+  s.failed_reason = reason;
+  auto backoff = std::chrono::seconds(std::min(60, 1 << std::min(s.failures, 6)));
+  s.retry_at = clock_now() + backoff;
+  log::error("instance failed to start").kv("event", "instance.failed").kv("service", s.config.name)
+      .kv("instance", inst->id).kv("reason", reason).kv("retry_after_s", static_cast<std::int64_t>(backoff.count()));
+  stop_instance(s, inst);
+  if (s.active() == 0) {
+    s.waiters.hand_all(proxy::BackendRefusal{503, "service " + s.config.name + " failed to start: " + reason,
+                                             static_cast<unsigned>(backoff.count())});
+    s.cold_start_since.reset();
+  }
+}
+
+void Fleet::drain_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
+  if (inst->state != InstanceState::ready && inst->state != InstanceState::starting) return;
+  inst->state = InstanceState::draining;
+  log::info("instance draining").kv("event", "instance.draining").kv("service", s.config.name).kv("instance", inst->id);
+  if (inst->in_flight == 0) stop_instance(s, inst);
+}
+
+void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
+  if (inst->state == InstanceState::stopped) return;
+  inst->state = InstanceState::stopped;
+  Revision* sp = &s;
+  auto grace = s.config.grace;
+  tasks_.spawn([this, sp, inst, grace] {
+    auto left = pods_.pre_stop(sp->config, inst->id, grace);
+    (void)runtime_.stop(inst->id, left);
+    auto st = runtime_.status(inst->id);
+    (void)runtime_.remove(inst->id);
+    pods_.close(inst->id);
+    {
+      std::lock_guard lock(sp->mu);
+      std::erase(sp->instances, inst);
+    }
+    {
+      std::lock_guard lock(registry_mu_);
+      if (auto it = registry_.find(inst->id); it != registry_.end() && it->second.instance == inst) registry_.erase(it);
+    }
+    auto line = log::info("instance stopped");
+    line.kv("event", "instance.stopped").kv("service", sp->config.name).kv("instance", inst->id);
+    if (st) line.kv("status", exit_description(*st));
+  });
+}
+
+void Fleet::post_thaw(const std::string& id) {
+  asio::post(throttler_, [this, id] {
+    if (auto ok = runtime_.thaw(id); !ok) log::warn("thaw failed").kv("instance", id).kv("error", ok.error());
+  });
+}
+
+void Fleet::post_freeze(Revision& s, const std::shared_ptr<Instance>& inst) {
+  asio::post(control_, [this, &s, inst] { freeze_if_idle(s, inst); });
+}
+
+void Fleet::freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst) {
+  std::lock_guard lock(s.mu);
+  if (inst->in_flight != 0 || inst->frozen || inst->state != InstanceState::ready) return;
+  if (inst->prewarm_until > clock_now()) return;
+  inst->frozen = true;
+  // Posted under the lock: a request that thaws it posts its thaw after this, and the throttler runs
+  // them in that order.
+  asio::post(throttler_, [this, &s, inst] {
+    if (auto ok = runtime_.freeze(inst->id); !ok) {
+      log::warn("freeze failed").kv("instance", inst->id).kv("error", ok.error());
+      std::lock_guard relock(s.mu);
+      s.throttling = false;  // once is enough to know: the service runs unthrottled from now on
+      inst->frozen = false;
+    }
+  });
+}
+
+void Fleet::handle_exit(const runtime::InstanceStatus& st) {
+  auto [s, inst] = find(st.id);
+  if (!inst) return;
+  std::deque<std::string> last_output;
+  {
+    std::lock_guard lock(registry_mu_);
+    if (auto it = registry_.find(st.id); it != registry_.end()) last_output = it->second.last_output;
+  }
+  std::string what = exit_description(st);
+  if (!last_output.empty()) what += "; last output: " + joined(last_output);
+  std::unique_lock lock(s->mu);
+  if (inst->state == InstanceState::stopped || inst->state == InstanceState::draining) return;
+  if (inst->state == InstanceState::starting) {
+    lock.unlock();
+    start_failed(*s, inst, what + " before listening on PORT " + std::to_string(inst->port));
+    return;
+  }
+  ++s->crashes;
+  log::error("instance crashed").kv("event", "instance.crashed").kv("service", s->config.name)
+      .kv("instance", inst->id).kv("reason", what).kv("in_flight", static_cast<std::uint64_t>(inst->in_flight));
+  // Its exchanges fail on their own (the connection breaks); the lease still releases it.
+  stop_instance(*s, inst);
+  // A replacement: at once after a long life, after a growing back-off when it keeps crashing early.
+  Clock::duration delay = 0s;
+  if (clock_now() - inst->ready_at < 10s) {
+    ++s->crash_streak;
+    delay = std::chrono::seconds(std::min(30, 1 << std::min(s->crash_streak, 5)));
+  } else {
+    s->crash_streak = 0;
+  }
+  lock.unlock();
+  replace_later(*s, delay);
+}
+
+void Fleet::replace_later(Revision& s, Clock::duration delay) {
+  auto timer = std::make_shared<asio::steady_timer>(control_, delay);
+  timer->async_wait([this, &s, timer](error_code ec) {
+    if (ec) return;
+    std::lock_guard lock(s.mu);
+    if (s.phase != Phase::serving) return;
+    auto want = static_cast<std::size_t>(std::max(s.desired, s.config.scaling.min_scale));
+    if (!s.waiters.empty()) want = std::max<std::size_t>(want, 1);
+    if (s.active() < want) start_instance(s, false);
+  });
+}
+
+}  // namespace sluice::app::gateway

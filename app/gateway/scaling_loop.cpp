@@ -1,0 +1,131 @@
+// The scaling loop, on the control thread: each second every serving revision's RequestStats period
+// (time-weighted concurrency, in flight plus waiting, and arrivals) goes to its KPA, as queue-proxy's
+// stat reports do in Knative; every 2 s (and when the KPA says a stat changed its mind) the decision is
+// applied: instances started (posted to the spawner) or drained. Also the re-freeze of instances a new
+// connection pre-warmed. See fleet.h.
+#include <algorithm>
+
+#include "app/gateway/fleet.h"
+#include "common/log.h"
+
+namespace sluice::app::gateway {
+
+using namespace std::chrono_literals;
+
+void Fleet::start() {
+  for (auto& s : services_) {
+    std::lock_guard lock(s->mu);
+    if (s->phase != Phase::serving) continue;
+    auto want = std::max<std::int32_t>({s->config.scaling.min_scale, s->config.scaling.initial_scale,
+                                        s->config.validate ? 1 : 0});
+    for (std::int32_t i = 0; i < want; ++i) start_instance(*s, i == 0 && s->config.validate);
+    s->desired = std::max(s->config.scaling.min_scale, s->config.scaling.initial_scale);
+  }
+  asio::co_spawn(control_, every(stat_timer_, 1s, &Fleet::stat_tick), asio::detached);
+  asio::co_spawn(control_, every(scale_timer_, 2s, &Fleet::scale_tick), asio::detached);
+  asio::co_spawn(control_, every(housekeeping_timer_, 250ms, &Fleet::housekeeping), asio::detached);
+}
+
+asio::awaitable<void> Fleet::every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)()) {
+  while (true) {
+    timer.expires_after(period);
+    auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    if (ec || stopping_) co_return;
+    (this->*tick)();
+  }
+}
+
+void Fleet::stat_tick() {
+  const auto now = clock_now();
+  for (auto& s : services_) {
+    {
+      std::lock_guard lock(s->mu);
+      if (s->phase != Phase::serving) continue;
+    }
+    auto period = s->stats.report(now);
+    if (period.seconds <= 0) continue;
+    autoscaler::Stat stat;
+    stat.average_concurrent_requests = period.average_concurrency;
+    stat.request_count = static_cast<double>(period.requests) / period.seconds;
+    s->last_concurrency = stat.average_concurrent_requests;
+    s->last_rps = stat.request_count;
+    if (s->kpa->record(now, stat)) decide(*s, now);
+  }
+}
+
+void Fleet::scale_tick() {
+  const auto now = clock_now();
+  for (auto& s : services_) {
+    {
+      std::lock_guard lock(s->mu);
+      if (s->phase != Phase::serving) continue;
+    }
+    decide(*s, now);
+  }
+}
+
+void Fleet::decide(Revision& s, Clock::time_point now) {
+  std::int32_t ready = 0;
+  {
+    std::lock_guard lock(s.mu);
+    for (const auto& i : s.instances) ready += i->state == InstanceState::ready;
+  }
+  auto d = s.kpa->decide(now, ready);
+  if (d.desired_pods != s.desired)
+    log::info("scale").kv("event", "scale").kv("service", s.config.name).kv("from", s.desired)
+        .kv("to", d.desired_pods).kv("ready", ready).kv("observed_stable", d.observed_stable)
+        .kv("observed_panic", d.observed_panic).kv("panicking", d.panicking)
+        .kv("decider", d.decider_pods).kv("activity", autoscaler::activity_name(d.activity));
+  if (d.activity != s.activity)
+    log::info("revision " + std::string(autoscaler::activity_name(d.activity)))
+        .kv("event", "activity").kv("service", s.config.name).kv("activity", autoscaler::activity_name(d.activity))
+        .kv("desired", d.desired_pods).kv("ready", ready).kv("buffer_in_path", d.buffer_in_path);
+  s.activity = d.activity;
+  s.desired = d.desired_pods;
+  std::lock_guard lock(s.mu);
+  scale(s, d.desired_pods);
+}
+
+void Fleet::scale(Revision& s, std::int32_t desired) {
+  if (stopping_) return;
+  auto want = static_cast<std::size_t>(std::max(desired, 0));
+  // Requests are waiting for an instance that is not coming: the decision lags, the buffer does not.
+  if (!s.waiters.empty()) want = std::max<std::size_t>(want, 1);
+  auto have = s.active();
+  if (have < want) {
+    if (!s.failed_reason.empty() && clock_now() < s.retry_at) return;
+    for (; have < want; ++have) start_instance(s, false);
+    return;
+  }
+  if (have == want) return;
+  // Scale down ready instances only (a starting one is about to serve), idle and frozen ones first.
+  std::vector<std::shared_ptr<Instance>> ready;
+  for (const auto& i : s.instances)
+    if (i->state == InstanceState::ready) ready.push_back(i);
+  std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) {
+    if (a->in_flight != b->in_flight) return a->in_flight < b->in_flight;
+    return a->ready_at > b->ready_at;  // the newest goes first: the oldest has the warmest caches
+  });
+  for (std::size_t k = 0; k < ready.size() && have > want; ++k, --have) drain_instance(s, ready[k]);
+}
+
+// Instances a new connection thawed ahead of its request and that no request came to: frozen again.
+void Fleet::housekeeping() {
+  const auto now = clock_now();
+  for (auto& s : services_) {
+    if (!s->throttling) continue;
+    std::vector<std::shared_ptr<Instance>> refreeze;
+    {
+      std::lock_guard lock(s->mu);
+      for (auto& i : s->instances)
+        if (i->state == InstanceState::ready && !i->frozen && i->in_flight == 0 && i->prewarm_until != Clock::time_point{} &&
+            i->prewarm_until <= now) {
+          i->prewarm_until = {};
+          refreeze.push_back(i);
+        }
+    }
+    for (auto& i : refreeze) freeze_if_idle(*s, i);
+  }
+}
+
+}  // namespace sluice::app::gateway

@@ -1,0 +1,235 @@
+// The gateway fleet's instance lifecycle and scaling loop against a fake runtime and an injected clock:
+// what the fleet asks the runtime for, on which thread, and what a request is told. The fleet's control
+// thread and its one worker are this test's thread, driving one io_context; the spawner and throttler
+// threads are the fleet's own.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/json.hpp>
+
+#include "app/gateway/fleet.h"
+#include "tests/unit/app/fake_runtime.h"
+
+namespace sluice::app::gateway {
+namespace {
+
+using namespace std::chrono_literals;
+using Result = std::variant<proxy::BackendLease, proxy::BackendRefusal>;
+
+class FakeClock {
+ public:
+  Clock::time_point now() const { return Clock::time_point(Clock::duration(t_.load())); }
+  void advance(Clock::duration d) { t_ += d.count(); }
+
+ private:
+  std::atomic<Clock::rep> t_{Clock::now().time_since_epoch().count()};
+};
+
+ServiceConfig app_service() {
+  ServiceConfig sc;
+  sc.name = "app";
+  sc.command = {"fake-app"};
+  sc.is_default = true;
+  sc.validate = false;
+  sc.start_deadline = 5s;
+  sc.scaling.initial_scale = 0;
+  sc.scaling.allow_zero_initial_scale = true;
+  return sc;
+}
+
+struct Harness {
+  explicit Harness(ServiceConfig sc, bool throttling = false) {
+    config.features.throttling = throttling ? FeatureState::enabled : FeatureState::disabled;
+    config.services = {std::move(sc)};
+    fleet = std::make_unique<Fleet>(config, runtime, io, [this] { return clock.now(); });
+  }
+  ~Harness() { fleet.reset(); }
+
+  // A request for the default service; its outcome lands in the returned slot.
+  std::shared_ptr<std::optional<Result>> request() {
+    auto slot = std::make_shared<std::optional<Result>>();
+    asio::co_spawn(io, fleet->acquire("app", "", clock.now() + 60s),
+                   [slot](std::exception_ptr e, Result r) {
+                     if (!e) *slot = std::move(r);
+                   });
+    return slot;
+  }
+
+  // Runs the fleet's control thread (this one) until `done`, for 10 s at most.
+  bool run_until(const std::function<bool()>& done) {
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      io.run_one_for(10ms);
+    }
+    return true;
+  }
+
+  boost::json::object service() const {
+    return fleet->status().at("services").as_array().at(0).as_object();
+  }
+
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  test::FakeRuntime runtime;
+  FakeClock clock;
+  GatewayConfig config;
+  std::unique_ptr<Fleet> fleet;
+};
+
+const proxy::BackendRefusal* refusal(const std::shared_ptr<std::optional<Result>>& slot) {
+  return *slot ? std::get_if<proxy::BackendRefusal>(&**slot) : nullptr;
+}
+proxy::BackendLease* lease(const std::shared_ptr<std::optional<Result>>& slot) {
+  return *slot ? std::get_if<proxy::BackendLease>(&**slot) : nullptr;
+}
+
+TEST(FleetLifecycle, AColdRequestStartsAnInstanceOffTheWorkerAndGetsItOnceItListens) {
+  Harness h(app_service());
+  auto r = h.request();
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  auto* l = lease(r);
+  ASSERT_NE(l, nullptr) << refusal(r)->reason;
+  EXPECT_EQ(l->endpoint.port(), h.runtime.port_of("app-1"));
+  auto calls = h.runtime.calls();
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[0].what, "create app-1");
+  EXPECT_EQ(calls[1].what, "start app-1");
+  // The worker (this thread) only posted the start.
+  EXPECT_NE(calls[0].thread, std::this_thread::get_id());
+  EXPECT_NE(calls[1].thread, std::this_thread::get_id());
+  EXPECT_EQ(h.service().at("requests_total").to_number<int>(), 1);
+  EXPECT_EQ(h.service().at("cold_starts").to_number<int>(), 1);
+}
+
+TEST(FleetLifecycle, AnInstanceThatNeverListensFailsAtItsStartDeadlineOnTheInjectedClock) {
+  auto sc = app_service();
+  sc.start_deadline = 60s;  // longer than run_until waits: only the injected clock can get there
+  Harness h(sc);
+  h.runtime.listen_on_start(false);
+  auto r = h.request();
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-1") == 1; }));
+  const auto port = h.runtime.port_of("app-1");
+  // Probes fail for a while of real time; the deadline is the injected clock's business.
+  h.io.run_for(100ms);
+  EXPECT_FALSE(r->has_value());
+  h.clock.advance(61s);
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  auto* no = refusal(r);
+  ASSERT_NE(no, nullptr);
+  EXPECT_EQ(no->status, 503u);
+  EXPECT_NE(no->reason.find("failed to start: not listening on PORT " + std::to_string(port) +
+                            " after 60 s"),
+            std::string::npos)
+      << no->reason;
+  EXPECT_EQ(no->retry_after_seconds, 2u);
+  EXPECT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
+}
+
+TEST(FleetLifecycle, AFailedStartIsRefusedWithRetryAfterUntilTheBackOffPassesThenRetried) {
+  Harness h(app_service());
+  h.runtime.fail_create("exec fake-app: no such file");
+  auto first = h.request();
+  ASSERT_TRUE(h.run_until([&] { return first->has_value(); }));
+  ASSERT_NE(refusal(first), nullptr);
+  EXPECT_EQ(refusal(first)->reason, "service app failed to start: exec fake-app: no such file");
+  EXPECT_EQ(refusal(first)->retry_after_seconds, 2u);
+  // Within the back-off: refused at once, nothing started.
+  auto second = h.request();
+  ASSERT_TRUE(h.run_until([&] { return second->has_value(); }));
+  ASSERT_NE(refusal(second), nullptr);
+  EXPECT_EQ(refusal(second)->status, 503u);
+  EXPECT_EQ(h.runtime.count("create app-2"), 0u);
+  // After it: a new attempt, whose failure doubles the back-off.
+  h.clock.advance(3s);
+  auto third = h.request();
+  ASSERT_TRUE(h.run_until([&] { return third->has_value(); }));
+  EXPECT_EQ(h.runtime.count("create app-2"), 1u);
+  ASSERT_NE(refusal(third), nullptr);
+  EXPECT_EQ(refusal(third)->retry_after_seconds, 4u);
+}
+
+TEST(FleetLifecycle, AnIdleInstanceIsFrozenAndTheNextRequestThawsItInThatOrderOffTheWorker) {
+  Harness h(app_service(), /*throttling=*/true);
+  auto first = h.request();
+  ASSERT_TRUE(h.run_until([&] { return first->has_value(); }));
+  ASSERT_NE(lease(first), nullptr);
+  EXPECT_EQ(h.runtime.count("freeze app-1"), 0u);  // busy: not frozen
+  first->reset();  // the exchange ends
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("freeze app-1") == 1; }));
+  auto second = h.request();
+  ASSERT_TRUE(h.run_until([&] { return second->has_value() && h.runtime.count("thaw app-1") == 1; }));
+  ASSERT_NE(lease(second), nullptr);
+  auto names = h.runtime.names();
+  auto freeze = std::find(names.begin(), names.end(), "freeze app-1");
+  auto thaw = std::find(names.begin(), names.end(), "thaw app-1");
+  EXPECT_LT(freeze, thaw);
+  for (const auto& c : h.runtime.calls()) EXPECT_NE(c.thread, std::this_thread::get_id()) << c.what;
+}
+
+TEST(FleetLifecycle, ACrashAfterALongLifeIsReportedAndReplacedAtOnce) {
+  auto sc = app_service();
+  sc.scaling.min_scale = 1;
+  Harness h(sc);
+  auto r = h.request();
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  ASSERT_NE(lease(r), nullptr);
+  r->reset();
+  h.clock.advance(11s);  // ready for longer than 10 s: no crash back-off
+  runtime::InstanceStatus st;
+  st.id = "app-1";
+  st.state = runtime::InstanceState::exited;
+  st.exit_code = 3;
+  const auto crashed = std::chrono::steady_clock::now();
+  h.fleet->on_runtime_event(runtime::Event{runtime::EventKind::exited, st});
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-2") == 1; }));
+  // At once: well before the 2 s back-off an early crash would get.
+  EXPECT_LT(std::chrono::steady_clock::now() - crashed, 1500ms);
+  EXPECT_EQ(h.service().at("crashes").to_number<int>(), 1);
+  EXPECT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
+}
+
+TEST(FleetScaling, ConcurrencyScalesUpAndIdlenessScalesToZeroOnTheInjectedClock) {
+  auto sc = app_service();
+  sc.scaling.target = 1;  // one request in flight per instance
+  sc.scaling.target_utilization_percentage = 100;
+  Harness h(sc);
+  std::vector<std::shared_ptr<std::optional<Result>>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(h.request());
+  ASSERT_TRUE(h.run_until([&] {
+    return std::all_of(held.begin(), held.end(), [](const auto& r) { return r->has_value(); });
+  }));
+  for (const auto& r : held) ASSERT_NE(lease(r), nullptr);
+  // A second with three requests in flight: the KPA wants three instances.
+  h.clock.advance(1s);
+  h.fleet->stat_tick();
+  h.fleet->scale_tick();
+  EXPECT_EQ(h.service().at("desired").to_number<int>(), 3);
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-3") == 1; }));
+  EXPECT_EQ(h.service().at("concurrency").to_number<double>(), 3.0);
+  for (auto& r : held) r->reset();
+  // Idle: after the stable window and the scale-to-zero grace period (90 s of injected time at most,
+  // bounded here at 200), every instance is stopped.
+  int seconds = 0;
+  for (; seconds < 200 && h.runtime.count("stop app-1") + h.runtime.count("stop app-2") +
+                                  h.runtime.count("stop app-3") < 3; ++seconds) {
+    h.clock.advance(1s);
+    h.fleet->stat_tick();
+    if (seconds % 2 == 0) h.fleet->scale_tick();
+    h.io.run_for(2ms);
+  }
+  ASSERT_TRUE(h.run_until([&] {
+    return h.runtime.count("stop app-1") + h.runtime.count("stop app-2") + h.runtime.count("stop app-3") == 3;
+  }));
+  EXPECT_GE(seconds, 60);  // not before the stable window
+  EXPECT_EQ(h.service().at("desired").to_number<int>(), 0);
+}
+
+}  // namespace
+}  // namespace sluice::app::gateway
