@@ -36,6 +36,8 @@ class Session final : public ConnectionHandle {
   }
   void retire(std::unique_ptr<SendQueue> q) { wire_.retire(std::move(q)); }
   const std::string& peer_address() const { return peer_address_; }
+  // Streams whose exchange is still running (the fuzz target waits for them before its client leaves).
+  std::size_t exchanges_running() const { return running_; }
   bool is_tls() const { return socket_.is_tls(); }
 
  private:
