@@ -149,12 +149,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto deadline = Clock::now() + kLimit;
   // The client stays until the session has taken in everything and its exchanges ended (a health check
   // probes, a response may wait for the client's window): then it half-closes. A session that has not
-  // moved for 2 ms waits for the client, which then leaves too.
+  // moved for 1 ms waits for the client, which then leaves too.
   while (!session_done && Clock::now() < deadline) {
     while (io.poll() > 0) {
     }
     if (written && (!session || session->exchanges_running() == 0)) break;
-    if (io.run_one_for(2ms) == 0 && written) break;
+    if (io.run_one_for(1ms) == 0 && written) break;
   }
   error_code ignore;
   client_end.shutdown(tcp::socket::shutdown_send, ignore);
