@@ -6,8 +6,9 @@
 // body with trailers), read the heads up to the final one, read and consume the body, take the trailers.
 // Every input must end every exchange and connection: anything still running after kLimit is a hang (abort).
 //
-// The first byte steers: bits 0-3 the piece size (2^n bytes), bits 4-5 how many requests (1 + n % 3),
-// bit 6 makes the first a POST with a body and trailers, bit 7 makes the second a HEAD.
+// The first byte steers: bits 0-3 the piece size (2^n bytes), bits 4-5 the requests (0: one, 1: two, 2: three,
+// 3: two, the second a HEAD), bit 6 makes the first a POST with a body and trailers, bit 7 limits response
+// heads to 512 bytes (instead of 64 KiB, beyond what a short input reaches).
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <csignal>
 #include <cstddef>
@@ -89,8 +90,8 @@ asio::awaitable<void> exchange(h2::ClientPool& pool, bool post, bool head) {
   done->release(std::move(stream));  // a clean end: back to its connection
 }
 
-asio::awaitable<void> exchanges(const tcp::endpoint& app, int count, bool post, bool head) {
-  h2::ClientPool pool(co_await asio::this_coro::executor, app, 1s, 64 * 1024);
+asio::awaitable<void> exchanges(const tcp::endpoint& app, int count, bool post, bool head, std::size_t max_head_bytes) {
+  h2::ClientPool pool(co_await asio::this_coro::executor, app, 1s, max_head_bytes);
   if (count == 1) co_await exchange(pool, post, false);
   else if (count == 2) co_await (exchange(pool, post, false) && exchange(pool, false, head));
   else co_await (exchange(pool, post, false) && exchange(pool, false, head) && exchange(pool, false, false));
@@ -153,9 +154,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   const std::size_t piece = std::size_t{1} << (data[0] & 0x0f);
-  const int requests = 1 + ((data[0] >> 4) & 3) % 3;
+  const int mode = (data[0] >> 4) & 3;
+  const int requests = mode == 3 ? 2 : 1 + mode;
+  const bool head = mode == 3;
   const bool post = data[0] & 0x40;
-  const bool head = data[0] & 0x80;
+  const std::size_t max_head_bytes = data[0] & 0x80 ? 512 : 64 * 1024;
   const std::string_view input(reinterpret_cast<const char*>(data + 1), size - 1);
 
   asio::io_context io;
@@ -164,7 +167,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   asio::co_spawn(io, app(acceptor, input, piece, requests), [](std::exception_ptr e) {
     if (e) std::abort();
   });
-  asio::co_spawn(io, exchanges(endpoint, requests, post, head), [](std::exception_ptr e) {
+  asio::co_spawn(io, exchanges(endpoint, requests, post, head, max_head_bytes), [](std::exception_ptr e) {
     if (e) std::abort();
   });
   // Until nothing is left to run: every exchange, the app and sluice's connection (reader, writer) ended.

@@ -11,7 +11,8 @@
 // (so that mutations reach the frames; without it the input must carry its own), bit 5 hands the first
 // piece to the session as bytes already read (what the protocol sniffer passes on), bit 6 makes the
 // connection an h2c upgrade (RFC 7540 §3.2): then the next byte n and n % 37 bytes after it are the
-// HTTP2-Settings payload, and stream 1 is a GET of /upgrade, half-closed already.
+// HTTP2-Settings payload, and stream 1 is a GET of /upgrade, half-closed already; bit 7 sets tight limits
+// (header list, field count, body, streams, reset and control-frame budgets) that short inputs can exceed.
 #include <sys/socket.h>
 
 #include <csignal>
@@ -115,6 +116,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ProxyConfig config;
   config.readiness.port = app_port.local_endpoint().port();
   config.readiness.period = 1s;  // one try, not Knative's 10 s of polling
+  if (data[0] & 0x80) {
+    config.limits.max_header_bytes = 512;
+    config.limits.max_header_count = 8;
+    config.limits.max_body_bytes = 64;
+    config.limits.h2.max_concurrent_streams = 3;
+    config.limits.h2.reset_burst = 4;
+    config.limits.h2.control_burst = 8;
+    config.limits.h2.max_continuations = 2;
+    config.limits.h2.max_settings = 4;
+  }
   SharedState shared(config, 1);
   WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
   fuzz::StubConnector app;

@@ -147,6 +147,20 @@ def server_seeds():
         if body[3] != SETTINGS:
             body = settings() + body  # the client preface ends with a SETTINGS frame (RFC 9113 §3.4)
         write("h2_server_fuzz", name, bytes([steering]) + body)
+    # Tight limits (steering bit 7): a header list, a field count, a body and a stream count beyond them.
+    tight = 0x9F
+    write("h2_server_fuzz", "tight-header-list", bytes([tight]) + settings()
+          + frame(HEADERS, END_STREAM | END_HEADERS, 1, request(extra=[("x-big", "b" * 600)])))
+    write("h2_server_fuzz", "tight-field-count", bytes([tight]) + settings()
+          + frame(HEADERS, END_STREAM | END_HEADERS, 1, request(extra=[("x-f%d" % i, "1") for i in range(10)])))
+    write("h2_server_fuzz", "tight-body", bytes([tight]) + settings()
+          + frame(HEADERS, END_HEADERS, 1, request("POST", "/", extra=[("content-length", "100")]))
+          + frame(DATA, END_STREAM, 1, b"b" * 100)
+          + frame(HEADERS, END_HEADERS, 3, request("POST", "/")) + frame(DATA, END_STREAM, 3, b"c" * 100))
+    write("h2_server_fuzz", "tight-streams", bytes([tight]) + settings()
+          + b"".join(frame(HEADERS, END_HEADERS, i, request("POST", "/")) for i in range(1, 12, 2)))
+    write("h2_server_fuzz", "tight-pings", bytes([tight]) + settings()
+          + b"".join(frame(PING, 0, 0, b"%08d" % i) for i in range(12)))
     # Without the preface prepended: the input carries its own, or a bad one (RFC 9113 §3.4).
     write("h2_server_fuzz", "own-preface", bytes([0x0F]) + PREFACE + settings() + get)
     write("h2_server_fuzz", "bad-preface", bytes([0x0F]) + b"PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n" + settings() + get)
@@ -159,7 +173,8 @@ def server_seeds():
 
 
 def client_seeds():
-    # Steering: bits 0-3 piece size, bits 4-5 requests (1 + n % 3), bit 6 POST first, bit 7 HEAD second.
+    # Steering: bits 0-3 piece size, bits 4-5 requests (one, two, three, two with a HEAD), bit 6 POST first,
+    # bit 7 response heads limited to 512 bytes.
     one, two, three = 0x0F, 0x1F, 0x2F
     hello = settings((3, 100), (4, 65535)) + settings(ack=True)
     ok = frame(HEADERS, END_HEADERS, 1, response(extra=[("content-length", "5")])) + frame(DATA, END_STREAM, 1, b"hello")
@@ -196,7 +211,7 @@ def client_seeds():
                               + frame(HEADERS, END_HEADERS | END_STREAM, 5, response("500"))
                               + frame(DATA, END_STREAM, 1, b"one") + frame(DATA, END_STREAM, 3, b"")),
         "post-with-trailers": (0x4F, hello + frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 10)) + ok),
-        "head-with-length": (0x9F, hello + frame(HEADERS, END_HEADERS | END_STREAM, 1, response(extra=[("content-length", "5")]))
+        "head-with-length": (0x3F, hello + frame(HEADERS, END_HEADERS | END_STREAM, 1, response(extra=[("content-length", "5")]))
                              + frame(HEADERS, END_HEADERS | END_STREAM, 3, response(extra=[("content-length", "100")]))),
         "not-modified": (one, hello + frame(HEADERS, END_HEADERS | END_STREAM, 1, response("304"))),
         "length-mismatch": (one, hello + frame(HEADERS, END_HEADERS, 1, response(extra=[("content-length", "10")]))
@@ -206,6 +221,8 @@ def client_seeds():
         "bad-status": (one, hello + frame(HEADERS, END_HEADERS | END_STREAM, 1, response("2000"))),
         "push-promise": (one, hello + frame(PUSH_PROMISE, END_HEADERS, 1, struct.pack(">I", 2) + request())),
         "data-before-head": (one, hello + frame(DATA, END_STREAM, 1, b"early")),
+        "head-over-tight-limit": (0x8F, hello + frame(HEADERS, END_HEADERS | END_STREAM, 1,
+                                                     response(extra=[("x-big", "b" * 600)]))),
         "headers-too-large": (one, hello + frame(HEADERS, END_HEADERS | END_STREAM, 1,
                                                  response() + literal("x-big", "b" * 4000, indexing=True)
                                                  + indexed(62) * 3000)),
