@@ -162,7 +162,7 @@ void autoscaling_keys(const std::string& source, const autoscaler::ConfigData& c
   autoscaler::ConfigData all;
   bool each_ok = true;
   for (const auto& [key, node] : keys) {
-    errors.attempt([&] {
+    errors.attempt([&, &key = key, &node = node] {  // clang before 16 cannot capture structured bindings
       auto value = scalar(source, node, base + "." + key);
       try {
         (void)autoscaler::config_from_data(cluster, {{key, value}});
@@ -261,7 +261,6 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       std::vector<std::pair<std::string, YAML::Node>> keys;
       for (const auto& a : v) keys.emplace_back(a.first.Scalar(), a.second);
       // The block is the ConfigMap: each key checked as ConfigMap data (no revision keys).
-      autoscaler::AutoscalerConfig unused;
       autoscaler::ConfigData block = scaling;
       for (const auto& [k, node] : keys)
         errors.attempt([&, &k = k, &node = node] {
