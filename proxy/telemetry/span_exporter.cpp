@@ -1,6 +1,9 @@
 // SpanExporter; see span_exporter.h.
 #include "proxy/telemetry/span_exporter.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "common/log.h"
 #include "proxy/telemetry/span_encoding.h"
 
@@ -21,6 +24,10 @@ SpanExporter::~SpanExporter() {
 }
 
 bool SpanExporter::enqueue(FinishedSpan span) {
+  if (backing_off_.load(std::memory_order_relaxed)) {  // the collector failed just now: not queued
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   {
     std::lock_guard lock(mutex_);
     if (queue_.size() >= config_.queue_spans) {
@@ -44,6 +51,8 @@ void SpanExporter::run(std::stop_token stop) {
       batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.begin() + static_cast<long>(n)));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(n));
     }
+    if (backing_off_.load(std::memory_order_relaxed) && ExportClock::now() >= retry_at_)
+      backing_off_.store(false, std::memory_order_relaxed);  // the next batch is tried
     if (!batch.empty()) export_batch(batch);
     batch.clear();
     if (stop.stop_requested()) {
@@ -58,13 +67,22 @@ void SpanExporter::run(std::stop_token stop) {
 }
 
 void SpanExporter::export_batch(std::vector<FinishedSpan>& batch) {
+  if (ExportClock::now() < retry_at_) {  // backing off after a failure: dropped as failed, not encoded
+    failed_.fetch_add(batch.size(), std::memory_order_relaxed);
+    return;
+  }
   auto body = config_.protocol == ExportProtocol::zipkin ? encode_zipkin(batch, config_.service_name)
                                                          : encode_otlp_traces(batch, config_.resource);
   std::string error;
   if (transport_->send(body, ExportClock::now() + config_.export_timeout, error)) {
     exported_.fetch_add(batch.size(), std::memory_order_relaxed);
+    backoff_ = {};
     return;
   }
+  constexpr ExportClock::duration kFirstBackoff = std::chrono::seconds(1), kLongestBackoff = std::chrono::seconds(30);
+  backoff_ = backoff_ == ExportClock::duration{} ? kFirstBackoff : std::min(2 * backoff_, kLongestBackoff);
+  retry_at_ = ExportClock::now() + backoff_;
+  backing_off_.store(true, std::memory_order_relaxed);
   // Once per failure streak, so a collector that is down does not flood the log.
   if (failed_.fetch_add(batch.size(), std::memory_order_relaxed) == 0 || error != last_error_) {
     log::warn("span export failed; spans dropped").kv("endpoint", config_.endpoint.text()).kv("error", error)

@@ -43,6 +43,13 @@ class SpanExporter {
   std::deque<FinishedSpan> queue_;
   std::atomic<std::uint64_t> dropped_{0}, exported_{0}, failed_{0};
   std::string last_error_;  // export thread only
+  // After a failed export, batches are dropped unencoded until `retry_at_`: a collector that is down
+  // costs no encoding and no connection attempt per batch. The wait doubles from 1 s to 30 s while
+  // exports keep failing. Export thread only.
+  ExportClock::time_point retry_at_{};
+  ExportClock::duration backoff_{};
+  // Set while backing off: workers then drop spans at once instead of queueing them (read per span).
+  std::atomic<bool> backing_off_{false};
   std::jthread thread_;  // last: starts after everything it reads
 };
 

@@ -11,6 +11,7 @@
 
 #include "harness.h"
 #include "tests/integration/proxy/otlp_receiver.h"
+#include "tests/integration/proxy/raw_app.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::test {
@@ -221,6 +222,29 @@ TEST(Tracing, ASlowOrDownCollectorCostsOnlyCountedDrops) {
     return v && *v >= 40;
   }, 10s));
   EXPECT_EQ(count_of(orphan.process->stdout_text(), "span export failed"), 1u);
+}
+
+// A collector that answers every export with an error is not tried again for every batch: after a
+// failure the batches of the next second (then 2 s, 4 s, … up to 30 s) are dropped and counted without
+// being encoded or sent, so a broken collector costs the sidecar no CPU beyond the spans themselves.
+TEST(Tracing, AFailingCollectorIsBackedOffNotRetriedPerBatch) {
+  RawApp collector("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", true);
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"OBSERVABILITY_CONFIG",
+               observability("http/protobuf", "http://127.0.0.1:" + std::to_string(collector.port()), 1)},
+              {"SLUICE_TRACING_QUEUE_SPANS", "100000"}}}};
+  // 3,000 requests make 6,000 spans: a dozen full batches of 512 within a fraction of a second.
+  auto r = run_command({"h2load", "-n", "3000", "-c", "10", "--h1", sidecar.url("/")}, 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto failed = [&] {
+    auto v = prometheus_value(http_get(sidecar.metrics_port, "/metrics"), "sluice_tracing_spans_dropped_total",
+                              "export_failed");
+    return v ? *v : 0.0;
+  };
+  ASSERT_TRUE(eventually([&] { return failed() >= 5632; }, 10s)) << failed();  // the eleven full batches at least
+  EXPECT_LE(collector.requests(), 2U);  // without the back-off: one export per batch
 }
 
 TEST(Tracing, BadTracingSettingsStopStartUpNamingThem) {
