@@ -313,22 +313,26 @@ TEST_F(SandboxTest, SandboxesMadeConcurrentlyGetAddressesOfTheirOwn) {
 
 TEST_F(SandboxTest, ALeftoverLinkWithItsSlotsNameIsReplaced) {
   const std::string peer = "sltest" + std::to_string(::getpid() % 100000);
-  // The pod takes the lowest free slot; a test process running alongside may take that slot first, so
-  // the leftover is laid again for the next free one (a few tries at most).
+  // The pod takes the lowest free slot; a test process running alongside may take that slot first (or
+  // still hold its link while it removes its pod), so the leftover is laid again for the next free one,
+  // for 10 s at most.
   PodSandboxStatus pod;
   std::string name;
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
     int slot = 0;
     while (path_exists("/run/sluice/sandboxes/" + std::to_string(slot))) ++slot;  // the slot it will get
     name = "sluice" + std::to_string(slot);
-    if (std::system(("ip link add " + name + " type veth peer name " + peer + " 2>/dev/null").c_str()) != 0)
-      continue;  // that name is a live pod's link by now
+    if (std::system(("ip link add " + name + " type veth peer name " + peer + " 2>/dev/null").c_str()) != 0) {
+      std::this_thread::sleep_for(50ms);  // that name is another pod's link for now
+      continue;
+    }
     pod = run("pod-left");
     if (pod.host_link == name) break;
     ASSERT_TRUE(rt_->remove_pod_sandbox("pod-left"));
     (void)std::system(("ip link del " + peer + " 2>/dev/null").c_str());
   }
-  ASSERT_EQ(pod.host_link, name) << "another test took the predicted slot five times";
+  ASSERT_EQ(pod.host_link, name) << "tests alongside kept taking the predicted slot for 10 s";
   EXPECT_FALSE(path_exists("/sys/class/net/" + peer));  // the leftover pair went, the pod's link took its name
   auto ok = rt_->create(in_pod("l1", "pod-left", "exec sleep 30"));
   ASSERT_TRUE(ok);
