@@ -32,6 +32,9 @@ void check_upstream(const std::string& head, std::string_view method, std::strin
   beast::flat_buffer buffer;
   buffer.commit(asio::buffer_copy(buffer.prepare(head.size()), asio::buffer(head)));
   RequestParser parser;
+  // No size limit here: the property is one whole request, not its size. The forwarded head may be
+  // several times the client's (a Forwarded element per X-Forwarded-For entry), beyond Beast's 8 KiB.
+  parser.header_limit(static_cast<std::uint32_t>(head.size() + 1));
   HeadScan scan;
   HeadRules rules{.request = true, .max_head_bytes = head.size() + 1, .max_target_bytes = head.size()};
   error_code ec;
