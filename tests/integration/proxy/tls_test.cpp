@@ -94,8 +94,9 @@ TEST(Tls, AShortResponseIsOneRecordAndTheCloseIsNotified) {
   certs.make(1009);
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = tls_env(certs)}};
-  auto r = run_command({"sh", "-c", "(printf 'GET / HTTP/1.1\\r\\nHost: a\\r\\nConnection: close\\r\\n\\r\\n'; "
-                                    "sleep 2) | openssl s_client -quiet -msg -alpn http/1.1 -connect 127.0.0.1:" +
+  // -ign_eof: s_client keeps reading after its input ends, until sluice closes the connection.
+  auto r = run_command({"sh", "-c", "printf 'GET / HTTP/1.1\\r\\nHost: a\\r\\nConnection: close\\r\\n\\r\\n' | "
+                                    "openssl s_client -ign_eof -quiet -msg -alpn http/1.1 -connect 127.0.0.1:" +
                                         std::to_string(sidecar.tls_port) + " 2>&1"},
                        30s);
   EXPECT_NE(r.out.find("Hello from sluice-demo-app"), std::string::npos) << r.out;
