@@ -64,6 +64,26 @@ bool InstanceCgroup::wait_for(const char* file, const char* needle, std::chrono:
   }
 }
 
+// The v1 freezer walks the cgroup's tasks once per write of FROZEN; a task that was mid-fork or otherwise not
+// freezable at that moment leaves the cgroup in FREEZING until FROZEN is written again (loaded hosts show it:
+// a shell forking `sleep` in a loop). So the write is repeated while waiting, and if that still does not settle,
+// a brief THAWED lets the stuck task run past the point where it could not stop.
+bool InstanceCgroup::freeze_v1(std::string& error) {
+  using clock = std::chrono::steady_clock;
+  auto deadline = clock::now() + std::chrono::seconds(4);
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0 && attempt % 20 == 0) {
+      cgroup::write_file(dir_ / "freezer.state", "THAWED", &error);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!cgroup::write_file(dir_ / "freezer.state", "FROZEN", &error)) return false;
+    if (wait_for("freezer.state", "FROZEN", std::chrono::milliseconds(attempt == 0 ? 50 : 20))) return true;
+    if (clock::now() >= deadline) break;
+  }
+  error = "cgroup " + dir_.string() + " stayed FREEZING for 4 s (FROZEN rewritten, thawed and refrozen)";
+  return false;
+}
+
 bool InstanceCgroup::freeze(std::string& error) {
   switch (kind_) {
     case ThrottleKind::cgroup2_freeze:
@@ -73,13 +93,7 @@ bool InstanceCgroup::freeze(std::string& error) {
         return false;
       }
       return true;
-    case ThrottleKind::cgroup1_freezer:
-      if (!cgroup::write_file(dir_ / "freezer.state", "FROZEN", &error)) return false;
-      if (!wait_for("freezer.state", "FROZEN", std::chrono::seconds(2))) {
-        error = "cgroup " + dir_.string() + " stayed FREEZING for 2 s";
-        return false;
-      }
-      return true;
+    case ThrottleKind::cgroup1_freezer: return freeze_v1(error);
     case ThrottleKind::cgroup2_cpu_max: return cgroup::write_file(dir_ / "cpu.max", kQuotaV2, &error);
     case ThrottleKind::cgroup1_cfs_quota: return cgroup::write_file(dir_ / "cpu.cfs_quota_us", "1000", &error);
     default: error = "not a cgroup throttle"; return false;

@@ -38,6 +38,7 @@ class InstanceCgroup {
 
  private:
   InstanceCgroup(ThrottleKind kind, std::filesystem::path dir) : kind_(kind), dir_(std::move(dir)) {}
+  bool freeze_v1(std::string& error);
   bool wait_for(const char* file, const char* needle, std::chrono::milliseconds timeout) const;
 
   ThrottleKind kind_;
