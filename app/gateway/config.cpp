@@ -32,7 +32,7 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& source, const
 
 const std::set<std::string, std::less<>>& service_keys() {
   static const std::set<std::string, std::less<>> keys = {
-      "command", "env", "working-dir", "handler", "rootfs", "port", "hosts", "default", "readiness-path",
+      "command", "env", "working-dir", "handler", "rootfs", "image", "port", "hosts", "default", "readiness-path",
       "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features",
       "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start",
       "request-timeout", "watch", "build"};
@@ -55,6 +55,7 @@ void service_key(const std::string& source, ServiceConfig& s, const std::string&
   else if (key == "working-dir") s.working_dir = scalar(source, v, path);
   else if (key == "handler") s.handler = scalar(source, v, path);
   else if (key == "rootfs") s.rootfs = scalar(source, v, path);
+  else if (key == "image") s.image = scalar(source, v, path);
   else if (key == "port") s.port = static_cast<std::uint16_t>(integer(source, v, path, 0, 65535));
   else if (key == "default") s.is_default = boolean(source, v, path);
   else if (key == "readiness-path") s.readiness_path = scalar(source, v, path);
@@ -125,8 +126,8 @@ ServiceConfig parse_service(const std::string& source, const std::string& name, 
     }
     errors.attempt([&] { service_key(source, s, key, v, base + "." + key); });
   }
-  if (s.command.empty() && !n["command"].IsDefined())
-    errors.attempt([&] { fail(source, n, base + ".command", "is required"); });
+  if (s.command.empty() && !n["command"].IsDefined() && s.image.empty())
+    errors.attempt([&] { fail(source, n, base + ".command", "is required (or image:)"); });
   if (s.hosts.empty()) s.hosts.push_back(name + ".localhost");
   s.scaling = autoscaler::config_from_data(gateway_scaling);
   autoscaling_keys(source, gateway_scaling, scaling, base, n, errors, s.scaling);
@@ -293,6 +294,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
       else if (key == "debounce") g.debounce = duration(source, v, key);
       else if (key == "metadata-server") g.metadata_server = boolean(source, v, key);
+      else if (key == "image-cache") g.image_cache = scalar(source, v, key);
       else if (key == "sandbox") {
         auto value = scalar(source, v, key);
         auto mode = parse_sandbox_mode(value);
@@ -321,7 +323,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       } else {
         fail(source, kv.first, key,
              "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
-             "status, debounce, metadata-server, sandbox, sandbox-network, features, autoscaler, services)");
+             "status, debounce, metadata-server, sandbox, sandbox-network, image-cache, features, autoscaler, services)");
       }
     });
   }
@@ -406,7 +408,9 @@ void validate(GatewayConfig& g) {
     if (s.is_default) ++defaults;
     if (s.handler != "process" && s.handler != "runc" && s.handler != "crun")
       errors.add(base + ".handler: '" + s.handler + "' is not process, runc or crun");
-    if (s.handler != "process" && s.rootfs.empty()) errors.add(base + ".rootfs: is required with handler " + s.handler);
+    if (!s.image.empty() && !s.rootfs.empty()) errors.add(base + ".image: give image or rootfs, not both");
+    if (s.handler != "process" && s.rootfs.empty() && s.image.empty())
+      errors.add(base + ".rootfs: is required with handler " + s.handler + " (or image:)");
     // In pods every instance has an address of its own, so they may all listen on the same port.
     if (s.port != 0 && s.scaling.max_scale != 1 && g.sandbox == SandboxMode::off)
       errors.add(base + ".port: a fixed port allows one instance only: set max-scale: 1 (or port: 0 for a free port per instance)");

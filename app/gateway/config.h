@@ -44,6 +44,12 @@ struct ServiceConfig {
   std::string working_dir;
   std::string handler = "process";       // process | runc | crun
   std::string rootfs;                    // OCI handlers
+  // An image to run instead (runtime/image_store.h: an OCI layout or the local podman store), with handler
+  // runc unless crun is named: its rootfs, and its entrypoint/cmd/env/working dir/user where the service
+  // does not set them. `command` then replaces the entrypoint and `args` the cmd (Kubernetes' rule).
+  std::string image;
+  std::optional<std::vector<std::string>> args;
+  bool image_fallback = false;  // Knative YAML with a command: run it on this machine when the image is not here
   std::uint16_t port = 0;                // PORT for every instance; 0: a free port per instance
   std::vector<std::string> hosts;        // Host values routed here (port ignored, case-insensitive)
   bool is_default = false;               // gets requests whose Host matches no service
@@ -95,6 +101,7 @@ struct GatewayConfig {
   std::string status_output = "auto";  // auto | tty | json | none
   SandboxMode sandbox = SandboxMode::off;
   std::string sandbox_network = "169.254.64.0/18";  // pods' /31 links; never routed off the machine
+  std::string image_cache;  // unpacked images; empty: $SLUICE_IMAGE_CACHE, else ImageStore's default
   std::vector<std::string> warnings;  // fields read but not used (Knative YAML), said once at start
   bool metadata_server = true;        // GCE_METADATA_HOST for instances (a loopback port of its own)
 };

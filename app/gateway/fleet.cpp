@@ -84,6 +84,9 @@ Fleet::Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio
       runtime_(runtime),
       clock_(std::move(clock)),
       pods_(config, runtime),
+      images_(!config.image_cache.empty()            ? std::filesystem::path(config.image_cache)
+              : std::getenv("SLUICE_IMAGE_CACHE") ? std::filesystem::path(std::getenv("SLUICE_IMAGE_CACHE"))
+                                                     : runtime::ImageStore::default_cache_dir()),
       control_(control),
       stat_timer_(control),
       scale_timer_(control),

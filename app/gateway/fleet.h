@@ -35,6 +35,7 @@
 #include "app/gateway/revision.h"
 #include "app/gateway/router.h"
 #include "proxy/backends.h"
+#include "runtime/image_store.h"
 #include "runtime/runtime_service.h"
 
 namespace sluice::app::gateway {
@@ -149,6 +150,7 @@ class Fleet final : public proxy::Backends {
   void roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason, bool built = false);
   void promote(Revision& next);
   void retire(Revision& old, Revision* successor);
+  bool image_spec(const Revision* s, runtime::InstanceSpec& spec, std::string& error);  // spawner thread
   void run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason);  // task thread
   template <class Fn>
   void for_each_revision(Fn&& fn) const;  // any thread
@@ -159,6 +161,13 @@ class Fleet final : public proxy::Backends {
   runtime::RuntimeService& runtime_;
   std::function<Clock::time_point()> clock_;
   InstancePods pods_;
+  runtime::ImageStore images_;  // used on the spawner thread: an image is unpacked before its first start
+  // Spawner thread only: a revision's image, resolved once (a rebuilt image is a new revision's).
+  struct ResolvedImage {
+    std::optional<runtime::Image> image;
+    std::string error;
+  };
+  std::unordered_map<const Revision*, ResolvedImage> revision_images_;
   asio::io_context& control_;
   Router router_;
   asio::steady_timer stat_timer_, scale_timer_, housekeeping_timer_;

@@ -105,6 +105,7 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   }
   spec.working_dir = c.working_dir;
   spec.rootfs = c.rootfs;
+  if (std::string why; !c.image.empty() && !image_spec(s, spec, why)) return failed(why);
   spec.service = c.name;
   spec.configuration = c.name;
   spec.revision = s->revision;
@@ -128,6 +129,55 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   }
   auto probing = await_ready(s, inst);
   asio::co_spawn(control_, std::move(probing), asio::detached);
+}
+
+// On the spawner thread: the service's image (unpacked on its first use) as the instance's rootfs, with
+// what its config says where the service says nothing. An image that is not on this machine fails the
+// instance with the reason (and is looked for again at the next start), unless a Knative container also
+// gave a command to run here instead.
+bool Fleet::image_spec(const Revision* s, runtime::InstanceSpec& spec, std::string& error) {
+  const auto& c = s->config;
+  auto [it, first] = revision_images_.try_emplace(s);
+  auto& resolved = it->second;
+  if (first) {
+    resolved.image = images_.pull(c.image, resolved.error);
+    if (resolved.image && resolved.image->unpacked)
+      log::info("image " + c.image + " unpacked").kv("event", "image.unpacked").kv("service", c.name)
+          .kv("image", resolved.image->id).kv("rootfs", resolved.image->rootfs.string()).kv("ms", resolved.image->unpack_ms);
+    else if (!resolved.image && c.image_fallback)
+      log::info("image " + c.image + " is not on this machine: " + c.name + " runs its command here")
+          .kv("event", "image.fallback").kv("service", c.name).kv("revision", s->revision).kv("reason", resolved.error);
+  }
+  const auto image = resolved.image;
+  if (!image) {
+    if (!c.image_fallback) {
+      // Looked for again at the next start: the image may have been built or saved meanwhile.
+      error = resolved.error;
+      revision_images_.erase(it);
+      return false;
+    }
+    if (c.args) spec.command.insert(spec.command.end(), c.args->begin(), c.args->end());
+    return true;
+  }
+  spec.handler = c.handler == "process" ? "runc" : c.handler;
+  spec.rootfs = image->rootfs;
+  spec.command = runtime::container_argv(image->config, c.command, c.args);
+  if (spec.command.empty()) {
+    error = "image " + c.image + " has no entrypoint or cmd: give the container a command:";
+    return false;
+  }
+  // The image's environment first; the service's own values win, and the runtime adds the contract's.
+  for (const auto& kv : image->config.env)
+    if (auto eq = kv.find('='); eq != std::string::npos) spec.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  spec.env.emplace("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (spec.working_dir.empty() && !image->config.working_dir.empty()) spec.working_dir = image->config.working_dir;
+  if (!c.run_as_user && !image->config.user.empty()) {
+    int uid = 0, gid = 0;
+    if (!runtime::image_user_ids(*image, uid, gid, error)) return false;
+    spec.run_as_user = uid;
+    if (!c.run_as_group) spec.run_as_group = gid;
+  }
+  return true;
 }
 
 // On the control thread: probe the instance's port (or readiness path) until it answers, it exits

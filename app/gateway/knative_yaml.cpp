@@ -1,6 +1,6 @@
 // Knative `serving.knative.dev/v1` Service documents as gateway services. The subset: metadata.name,
 // spec.template.metadata.{name,annotations} (autoscaling.knative.dev/*), spec.template.spec.
-// {containerConcurrency, timeoutSeconds, containers[0].{command,args,env,ports,readinessProbe,workingDir,
+// {containerConcurrency, timeoutSeconds, containers[0].{image,command,args,env,ports,readinessProbe,workingDir,
 // resources.limits}}, spec.traffic (percent, revisionName / latestRevision, tag). Several documents with
 // the same metadata.name are successive revisions of one Service (oldest first); the last one's traffic
 // block splits requests between them. Everything else is warned about once, never dropped silently.
@@ -53,11 +53,13 @@ std::string autoscaling_key(std::string k) {
 
 void container(Reader& r, ServiceConfig& s, const YAML::Node& c, const std::string& path, const GatewayConfig& g) {
   std::vector<std::string> command, args;
+  bool has_args = false;
   std::string image;
   r.each(c, path, [&](const std::string& key, const YAML::Node& v, const std::string& p) {
     if (key == "image") image = scalar(r.source, v, p);
     else if (key == "command") command = command_of(r.source, v, p);
     else if (key == "args") {
+      has_args = true;
       if (!v.IsSequence()) fail(r.source, v, p, "must be a list of arguments");
       for (std::size_t i = 0; i < v.size(); ++i) args.push_back(scalar(r.source, v[i], p + "[" + std::to_string(i) + "]"));
     } else if (key == "workingDir") s.working_dir = scalar(r.source, v, p);
@@ -117,13 +119,17 @@ void container(Reader& r, ServiceConfig& s, const YAML::Node& c, const std::stri
     }
     return true;
   });
-  if (command.empty()) {
-    if (!image.empty())
-      fail(r.source, c, path + ".image",
-           "'" + image + "': running images is not implemented here; give the container a command: (run on this machine)");
-    fail(r.source, c, path + ".command", "is required (the program to run, with args:)");
+  // An image found on this machine runs in a container (command and args over its entrypoint and cmd, as
+  // in a cluster); one that is not here is an error without a command, and with one the command runs on
+  // this machine instead (the dev loop: what was just built).
+  if (command.empty() && image.empty()) fail(r.source, c, path + ".command", "is required (the program to run, with args:), or image:");
+  if (!image.empty()) {
+    s.image = image;
+    s.image_fallback = !command.empty();
+    s.command = command;
+    if (has_args) s.args = args;
+    return;
   }
-  if (!image.empty()) r.ignored(c["image"], path + ".image", "the command runs on this machine");
   command.insert(command.end(), args.begin(), args.end());
   s.command = command;
 }

@@ -43,8 +43,8 @@ InstancePods::InstancePods(const GatewayConfig& config, runtime::RuntimeService&
 
 std::optional<std::string> InstancePods::open(const ServiceConfig& service, runtime::InstanceSpec& spec,
                                               std::string& error) {
-  spec.run_as_user = service.run_as_user;
-  spec.run_as_group = service.run_as_group;
+  if (service.run_as_user) spec.run_as_user = service.run_as_user;  // else the image's user, if any
+  if (service.run_as_group) spec.run_as_group = service.run_as_group;
   spec.run_as_non_root = service.run_as_non_root;
   if (!enabled_) return std::string("127.0.0.1");
   runtime::PodSandboxConfig pod;

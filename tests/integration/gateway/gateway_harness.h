@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -44,14 +45,14 @@ class TempFile {
 
 struct Gateway {
   // `args` after "gateway"; the listen and admin ports are always picked by the kernel.
-  explicit Gateway(std::vector<std::string> args) {
+  explicit Gateway(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
     std::vector<std::string> argv = {SLUICE_BIN, "gateway", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
                                      "--status", "none", "--workers", "2"};
     // Options go before "--", the command after it.
     auto dashdash = std::find(args.begin(), args.end(), "--");
     argv.insert(argv.end(), args.begin(), dashdash);
     argv.insert(argv.end(), dashdash, args.end());
-    process = std::make_unique<Process>(ProcessOptions{.argv = argv, .merge_stderr = true});
+    process = std::make_unique<Process>(ProcessOptions{.argv = argv, .env = std::move(env), .merge_stderr = true});
     auto line = process->wait_for_line("\"listener\":\"gateway\"");
     if (!line) throw std::runtime_error("gateway did not start: " + process->stdout_text());
     port = static_cast<int>(json_int_field(*line, "port"));

@@ -1,0 +1,111 @@
+// The image store over a real OCI layout (written by tests/integration/gateway/make_oci_layout.py): the
+// rootfs with its layers applied, the config read, one unpack per image, and clear errors for a tag that
+// is not there, a damaged blob, a path that is no layout, and Kubernetes' command/args rule.
+#include "runtime/image_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace sluice::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ImageStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("sluice-images-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(base_);
+    fs::create_directories(base_);
+    layout_ = base_ / "layout";
+    // Any executable stands in for busybox here: nothing is run.
+    std::string cmd = std::string("/usr/bin/python3 ") + SOURCE_DIR + "/tests/integration/gateway/make_oci_layout.py " +
+                      layout_.string() + " v1 /bin/true > " + (base_ / "id").string();
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(base_ / "id");
+    std::getline(in, id_);
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  fs::path base_, layout_;
+  std::string id_;
+};
+
+TEST_F(ImageStoreTest, ALayoutIsUnpackedOnceWithItsLayersAppliedAndItsConfigRead) {
+  ImageStore store(base_ / "cache");
+  std::string error;
+  auto image = store.pull("oci:" + layout_.string() + ":v1", error);
+  ASSERT_TRUE(image) << error;
+  EXPECT_TRUE(image->unpacked);
+  EXPECT_EQ(image->id, id_);
+  EXPECT_EQ(read(image->rootfs / "www/index.html"), "from the image\n") << "the second layer replaces the first's";
+  EXPECT_FALSE(fs::exists(image->rootfs / "www/gone.html")) << "the second layer's whiteout deletes it";
+  EXPECT_EQ(image->config.entrypoint, (std::vector<std::string>{"/bin/sh", "-c"}));
+  ASSERT_EQ(image->config.cmd.size(), 1u);
+  EXPECT_NE(image->config.cmd[0].find("busybox httpd -f -p $PORT -h /www"), std::string::npos) << image->config.cmd[0];
+  EXPECT_EQ(image->config.working_dir, "/www");
+  int uid = -1, gid = -1;
+  ASSERT_TRUE(image_user_ids(*image, uid, gid, error)) << error;
+  EXPECT_EQ(uid, 1000);
+  EXPECT_EQ(gid, 1000);
+
+  // Again, by path and without the tag (the layout holds one image): the cache answers.
+  auto again = store.pull(layout_.string(), error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_FALSE(again->unpacked);
+  EXPECT_EQ(again->rootfs, image->rootfs);
+  // And a second store (another gateway) over the same cache finds it too.
+  ImageStore other(base_ / "cache");
+  auto third = other.pull("oci:" + layout_.string(), error);
+  ASSERT_TRUE(third) << error;
+  EXPECT_FALSE(third->unpacked);
+  // Nothing half-made is left beside it.
+  for (const auto& e : fs::directory_iterator(base_ / "cache")) EXPECT_EQ(e.path().filename().string()[0] != '.', true) << e.path();
+}
+
+TEST_F(ImageStoreTest, ErrorsSayWhatWasLookedForAndWhy) {
+  ImageStore store(base_ / "cache");
+  std::string error;
+  EXPECT_FALSE(store.pull("oci:" + layout_.string() + ":v2", error));
+  EXPECT_NE(error.find("no image tagged 'v2'"), std::string::npos) << error;
+  EXPECT_NE(error.find("v1"), std::string::npos) << "the tags there are listed: " << error;
+
+  EXPECT_FALSE(store.pull("oci:" + base_.string(), error));
+  EXPECT_NE(error.find("not an OCI image layout"), std::string::npos) << error;
+
+  // A layer blob changed after the manifest named it.
+  fs::path victim;
+  for (const auto& e : fs::directory_iterator(layout_ / "blobs/sha256"))
+    if (fs::file_size(e.path()) > 100 && read(e.path()).substr(0, 2) == "\x1f\x8b") victim = e.path();
+  ASSERT_FALSE(victim.empty());
+  std::ofstream(victim, std::ios::app) << "tampered";
+  EXPECT_FALSE(store.pull("oci:" + layout_.string() + ":v1", error));
+  EXPECT_NE(error.find("does not match its digest"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(base_ / "cache" / id_.substr(7))) << "a failed unpack leaves no cache entry";
+}
+
+TEST(ContainerArgv, CommandReplacesTheEntrypointAndArgsTheCmd) {
+  ImageConfig image;
+  image.entrypoint = {"/entry"};
+  image.cmd = {"default-arg"};
+  using V = std::vector<std::string>;
+  EXPECT_EQ(container_argv(image, {}, std::nullopt), (V{"/entry", "default-arg"}));
+  EXPECT_EQ(container_argv(image, {}, V{"mine"}), (V{"/entry", "mine"}));
+  EXPECT_EQ(container_argv(image, {"/other"}, std::nullopt), (V{"/other"})) << "a command drops the image's cmd";
+  EXPECT_EQ(container_argv(image, {"/other"}, V{"x"}), (V{"/other", "x"}));
+  EXPECT_TRUE(container_argv(ImageConfig{}, {}, std::nullopt).empty());
+}
+
+}  // namespace
+}  // namespace sluice::runtime
