@@ -274,8 +274,27 @@ fs::path ImageStore::default_cache_dir() {
   return "/var/cache/sluice/images";
 }
 
+// What a killed sluice left half-made: `.unpacking-<hex>-<pid>` and `.podman-<hex>-<pid>` whose pid is gone.
+void ImageStore::sweep() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(".unpacking-") && !name.starts_with(".podman-")) continue;
+    const auto dash = name.rfind('-');
+    const std::string pid = name.substr(dash + 1);
+    if (!numeric(pid)) continue;
+    if (::kill(std::stoi(pid), 0) == 0 || errno != ESRCH) continue;  // its maker is still at work
+    std::error_code ignored;
+    fs::remove_all(e.path(), ignored);
+  }
+}
+
 std::optional<Image> ImageStore::pull(const std::string& ref, std::string& error) {
   std::lock_guard lock(mu_);
+  if (!swept_) {
+    sweep();
+    swept_ = true;
+  }
   std::string where = ref;
   const bool oci = where.starts_with("oci:");
   if (oci) where = where.substr(4);

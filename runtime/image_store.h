@@ -9,7 +9,8 @@
 //   NAME[:TAG]      an image in the local podman store (`podman image inspect`, then `podman save`)
 //
 // The cache holds <cache>/<config digest hex>/{rootfs/, config.json}; an entry appears whole (made aside and
-// renamed into place), so an interrupted unpack leaves nothing that looks usable. Blobs are checked against
+// renamed into place), so an interrupted unpack leaves nothing that looks usable, and what it did leave is
+// removed by the first pull of the next sluice. Blobs are checked against
 // their sha256 digests before use.
 #pragma once
 
@@ -64,6 +65,9 @@ class ImageStore {
                                    std::string& error);
   std::optional<Image> from_podman(const std::string& ref, std::string& error);
   std::optional<Image> cached(const std::string& ref, const std::string& id) const;
+  void sweep();
+
+  bool swept_ = false;
 
   std::filesystem::path cache_;
   std::mutex mu_;

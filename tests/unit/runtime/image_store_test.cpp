@@ -4,6 +4,7 @@
 #include "runtime/image_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -71,7 +72,7 @@ TEST_F(ImageStoreTest, ALayoutIsUnpackedOnceWithItsLayersAppliedAndItsConfigRead
   ASSERT_TRUE(third) << error;
   EXPECT_FALSE(third->unpacked);
   // Nothing half-made is left beside it.
-  for (const auto& e : fs::directory_iterator(base_ / "cache")) EXPECT_EQ(e.path().filename().string()[0] != '.', true) << e.path();
+  for (const auto& e : fs::directory_iterator(base_ / "cache")) EXPECT_NE(e.path().filename().string()[0], '.') << e.path();
 }
 
 TEST_F(ImageStoreTest, ErrorsSayWhatWasLookedForAndWhy) {
@@ -93,6 +94,22 @@ TEST_F(ImageStoreTest, ErrorsSayWhatWasLookedForAndWhy) {
   EXPECT_FALSE(store.pull("oci:" + layout_.string() + ":v1", error));
   EXPECT_NE(error.find("does not match its digest"), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(base_ / "cache" / id_.substr(7))) << "a failed unpack leaves no cache entry";
+}
+
+TEST_F(ImageStoreTest, WhatAKilledUnpackLeftIsRemovedAndAnotherLiveOnesWorkIsNot) {
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const auto left = base_ / "cache" / (".unpacking-" + id_.substr(7) + "-" + std::to_string(dead));
+  const auto live = base_ / "cache" / (".podman-" + id_.substr(7) + "-" + std::to_string(::getppid()));
+  fs::create_directories(left / "rootfs/bin");
+  fs::create_directories(live / "layout");
+  ImageStore store(base_ / "cache");
+  std::string error;
+  ASSERT_TRUE(store.pull("oci:" + layout_.string(), error)) << error;
+  EXPECT_FALSE(fs::exists(left)) << "its maker is gone";
+  EXPECT_TRUE(fs::exists(live)) << "its maker is alive";
 }
 
 TEST(ContainerArgv, CommandReplacesTheEntrypointAndArgsTheCmd) {
