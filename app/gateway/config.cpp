@@ -127,7 +127,7 @@ ServiceConfig parse_service(const std::string& source, const std::string& name, 
     errors.attempt([&] { service_key(source, s, key, v, base + "." + key); });
   }
   if (s.command.empty() && !n["command"].IsDefined() && s.image.empty())
-    errors.attempt([&] { fail(source, n, base + ".command", "is required (or image:)"); });
+    errors.attempt([&] { fail(source, n, base + ".command", "is required"); });
   if (s.hosts.empty()) s.hosts.push_back(name + ".localhost");
   s.scaling = autoscaler::config_from_data(gateway_scaling);
   autoscaling_keys(source, gateway_scaling, scaling, base, n, errors, s.scaling);

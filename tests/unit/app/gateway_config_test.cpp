@@ -115,6 +115,17 @@ TEST(GatewayConfig, ErrorsNameTheFileTheLineAndTheKey) {
   EXPECT_NE(error_of("services: [\n").find("sluice.yaml:"), std::string::npos);
 }
 
+TEST(GatewayConfig, AnImageStandsInForTheCommandButNotBesideARootfs) {
+  auto g = parse_yaml("image-cache: /var/cache/x\nservices:\n  web:\n    image: oci:./layout:v1\n", "sluice.yaml");
+  ASSERT_EQ(g.services.size(), 1u);
+  EXPECT_EQ(g.image_cache, "/var/cache/x");
+  EXPECT_EQ(g.services[0].image, "oci:./layout:v1");
+  EXPECT_TRUE(g.services[0].command.empty()) << "the image's entrypoint and cmd run";
+  EXPECT_FALSE(g.services[0].image_fallback) << "only a Knative container's command is a fallback";
+  EXPECT_EQ(error_of("services:\n  web:\n    image: x\n    handler: runc\n    rootfs: /r\n"),
+            "sluice.yaml:3: services.web.image: give image or rootfs, not both");
+}
+
 TEST(GatewayConfig, FeatureStatesFollowKnative) {
   EXPECT_EQ(error_of("features: {throttling: disabled}\nservices:\n  a:\n    command: x\n    features: {throttling: true}\n"),
             "sluice.yaml:4: services.a.features.throttling: the feature is disabled for this gateway "
