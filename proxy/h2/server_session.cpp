@@ -376,10 +376,14 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
     return rv == 0;
   };
   bool ok = initial.empty() || feed(initial.data(), initial.size());
+  bool client_closed = false;
   while (ok && !broken_) {
     if (finished()) break;
     auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
-    if (ec) break;
+    if (ec) {
+      client_closed = ec != asio::error::operation_aborted;
+      break;
+    }
     last_activity_ = Clock::now();
     ok = feed(buf.data(), n);
   }
@@ -406,7 +410,25 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   stall_timer_.cancel();
   co_await stall_done.wait();
   socket_.shutdown(tcp::socket::shutdown_send, ignore);
+  if (!client_closed) co_await linger(buf);
   socket_.close(ignore);
+}
+
+// A lingering close, as nginx does: closing with unread bytes from the client makes the kernel send a
+// RST, and a RST can make the client's kernel drop our GOAWAY (and last frames) before the client reads
+// them. So what the client still sends is read and dropped until it closes, for 1 s and 1 MiB at most.
+asio::awaitable<void> Session::linger(std::vector<char>& buf) {
+  using namespace asio::experimental::awaitable_operators;
+  constexpr std::size_t kMaxBytes = 1 << 20;
+  asio::steady_timer limit(socket_.get_executor(), std::chrono::seconds(1));
+  auto drain = [this, &buf]() -> asio::awaitable<void> {
+    for (std::size_t total = 0; total < kMaxBytes;) {
+      auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
+      if (ec) co_return;
+      total += n;
+    }
+  };
+  co_await (drain() || limit.async_wait(use_nothrow));
 }
 
 asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const std::string& peer_address,

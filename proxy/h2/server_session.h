@@ -64,6 +64,7 @@ class Session final : public ConnectionHandle {
   void launch(Stream& s);
   void forget_if_done(Stream& s);
   asio::awaitable<void> idle_watch();
+  asio::awaitable<void> linger(std::vector<char>& buf);
   asio::awaitable<void> serve_stream(Stream& s);
   bool done() const { return !wire_.wants_io(); }
   bool finished() const { return done() || (going_away_ && open_streams_ == 0 && running_ == 0); }

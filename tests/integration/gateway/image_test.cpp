@@ -48,6 +48,9 @@ TEST_F(GatewayImage, AnOciLayoutRunsUnderRuncWithItsLayersAndConfig) {
   {
     Gateway gw({"--config", file.path()}, env_);
     auto index = curl({"-s", gw.url("/")}, 30);
+    // As the OCI handler tests do: a machine whose runc cannot start a container (a chroot whose '/' is not
+    // a mount point) is not this feature's failure.
+    if (index.out.find("handler 'runc' is unavailable") != std::string::npos) GTEST_SKIP() << index.out;
     EXPECT_EQ(index.out, "from the image\n") << "the second layer's index.html replaces the first's";
     auto gone = curl({"-s", "-o", "/dev/null", "-w", "%{http_code}", gw.url("/gone.html")});
     EXPECT_EQ(gone.out, "404") << "the second layer's whiteout deletes gone.html";
