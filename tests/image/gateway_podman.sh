@@ -9,28 +9,15 @@ set -euo pipefail
 sluice=${1:?usage: tests/image/gateway_podman.sh SLUICE_BINARY}
 self=$(cd "$(dirname "$0")" && pwd)/gateway_podman.sh
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "gateway-podman: $*"; }
+note_prefix=gateway-podman
+. "$(dirname "$self")/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root: podman and runc run rootful here"
 command -v podman >/dev/null || skip "podman missing (scripts/dev.sh deps image)"
 command -v runc >/dev/null || skip "runc missing"
 [ -x /bin/busybox ] || skip "/bin/busybox missing (apt-get install busybox-static)"
 
-# In a chroot '/' is not a mount point and podman cannot store layers (see tests/image/run.sh): re-run
-# inside a private mount namespace whose root is a bind mount of '/'.
-if ! mountpoint -q /; then
-  [ -z "${SLUICE_IMAGE_TEST_REROOTED:-}" ] || fail "'/' is still not a mount point after re-rooting"
-  command -v mount >/dev/null || skip "in a chroot and mount(8) is missing"
-  newroot=$(mktemp -d /var/tmp/sluice-gateway-root.XXXXXX)
-  rc=0
-  unshare -m --propagation unchanged bash -c \
-    'mount --rbind / "$1" && exec chroot "$1" env SLUICE_IMAGE_TEST_REROOTED=1 bash "${@:2}"' \
-    _ "$newroot" "$self" "$@" || rc=$?
-  rmdir "$newroot" 2>/dev/null || true
-  exit "$rc"
-fi
+reroot_if_chroot "$self" "$@"
 
 tag=localhost/sluice-gateway-test:$$
 work=$(mktemp -d /tmp/sluice-gateway-podman.XXXXXX)
@@ -42,14 +29,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-eventually() {
-  local seconds=$1; shift
-  local deadline=$((SECONDS + seconds))
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 0.1
-  done
-}
 
 # The image: busybox, a page, a CGI that prints what the config set; PID 1 traps SIGTERM.
 root=$work/rootfs

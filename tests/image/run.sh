@@ -14,27 +14,11 @@ demo=${1:?usage: tests/image/run.sh DEMO_APP_BINARY}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 self=$repo/tests/image/run.sh
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-note() { echo "image-test: $*"; }
+note_prefix=image-test
+. "$repo/tests/image/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root: podman runs rootful here"
-
-# In a chroot (such as ../shared/tools/fresh-debian) '/' is not a mount point, and podman cannot unpack
-# image layers there (containers/storage remounts '/' private: EINVAL). Re-run this script inside a
-# private mount namespace whose root is a bind mount of '/', which is a mount point.
-if ! mountpoint -q /; then
-  [ -z "${SLUICE_IMAGE_TEST_REROOTED:-}" ] || fail "'/' is still not a mount point after re-rooting"
-  command -v mount >/dev/null || skip "in a chroot ('/' is not a mount point) and mount(8) is missing (apt-get install mount)"
-  newroot=$(mktemp -d /var/tmp/sluice-image-root.XXXXXX)
-  note "'/' is not a mount point (a chroot): re-running under a bind-mounted root at $newroot"
-  rc=0
-  unshare -m --propagation unchanged bash -c \
-    'mount --rbind / "$1" && exec chroot "$1" env SLUICE_IMAGE_TEST_REROOTED=1 bash "${@:2}"' \
-    _ "$newroot" "$self" "$@" || rc=$?
-  rmdir "$newroot" 2>/dev/null || true
-  exit "$rc"
-fi
+reroot_if_chroot "$self" "$@"
 
 tag=${SLUICE_IMAGE:-localhost/sluice:image-test}
 run_flags=(--runtime runc)
@@ -50,16 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Polls `cmd` every 100 ms until it succeeds or `seconds` pass (cmd is re-run each time: pass a function,
-# not a $(...) that would be expanded once).
-eventually() {
-  local seconds=$1; shift
-  local deadline=$((SECONDS + seconds))
-  until "$@"; do
-    [ $SECONDS -lt $deadline ] || return 1
-    sleep 0.1
-  done
-}
 
 # --- the image --------------------------------------------------------------------------------------
 started=$SECONDS
