@@ -148,7 +148,7 @@ bool Fleet::image_spec(const Revision* s, runtime::InstanceSpec& spec, std::stri
       log::info("image " + c.image + " is not on this machine: " + c.name + " runs its command here")
           .kv("event", "image.fallback").kv("service", c.name).kv("revision", s->revision).kv("reason", resolved.error);
   }
-  const auto image = resolved.image;
+  const auto& image = resolved.image;  // not used after the erase below
   if (!image) {
     if (!c.image_fallback) {
       // Looked for again at the next start: the image may have been built or saved meanwhile.
