@@ -18,7 +18,7 @@ ControlPlane::ControlPlane(asio::io_context& io, SharedState& shared, ControlCon
     : io_(io), shared_(shared), config_(std::move(config)), started_(Clock::now()),
       exposition_(config_.pod), report_tick_(io_) {
   // Until the first period closes, the autoscaler reads an all-zero sample of this pod.
-  stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, {});
+  publish({});
   auto add = [&](const char* name, std::uint16_t port, auto member) {
     listeners_.push_back(std::make_unique<ControlListener>(
         io_, name, config_.listen_address, port,
@@ -59,20 +59,22 @@ asio::awaitable<void> ControlPlane::report_loop() {
       if (shared_.stats.requests_total() != seen || shared_.stats.in_flight() != 0) woken_ = true;  // raced
     }
     if (!woken_) {
-      report_tick_.expires_at(next);
+      // Idle, the published sample is the all-zero one and stays so until a request comes: no timer at
+      // all (an unused sidecar never wakes; a scrape refreshes the uptime itself, see serve_stats).
+      parked_ = idle;
+      report_tick_.expires_at(parked_ ? Clock::time_point::max() : next);
       auto [ec] = co_await report_tick_.async_wait(use_nothrow);
+      parked_ = false;
       if (ec && !woken_) co_return;
     }
     shared_.stats.cancel_arrival_wake();
     auto now = Clock::now();
-    if (woken_ && now < next) next = now;  // traffic after idle: close the period now, count the next from here
+    if (woken_) next = now;  // traffic after idle: close the period now, count the next from here
     woken_ = false;
     next += config_.report_period;
-    metrics::StatSample sample{.period = shared_.stats.report(now),
-                               .uptime_seconds = std::chrono::duration<double>(now - started_).count()};
-    idle = sample.period.requests == 0 && sample.period.average_concurrency == 0;
-    stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample);
-    exposition_.update(sample);
+    publish({.period = shared_.stats.report(now),
+             .uptime_seconds = std::chrono::duration<double>(now - started_).count()});
+    idle = sample_.period.requests == 0 && sample_.period.average_concurrency == 0;
     if (shared_.request_metrics && shared_.breaker) {
       shared_.request_metrics->set_queue_depth(
           static_cast<double>(shared_.breaker->in_flight() + shared_.breaker->waiting()));
@@ -80,8 +82,19 @@ asio::awaitable<void> ControlPlane::report_loop() {
   }
 }
 
+void ControlPlane::publish(const metrics::StatSample& sample) {
+  sample_ = sample;
+  stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample_);
+  exposition_.update(sample_);
+}
+
 asio::awaitable<ControlResponse> ControlPlane::serve_stats(const ControlRequest& req) {
   if (req.target() != "/metrics") co_return not_found();
+  if (parked_) {  // no period closes while parked: the scrape closes one, so the uptime it reads is now
+    auto now = Clock::now();
+    publish({.period = shared_.stats.report(now),
+             .uptime_seconds = std::chrono::duration<double>(now - started_).count()});
+  }
   if (wants_protobuf(req[http::field::accept]))
     co_return ControlResponse{.content_type = "application/protobuf", .body = stat_protobuf_};
   auto body = exposition_.text();

@@ -55,6 +55,7 @@ class ControlPlane {
 
  private:
   asio::awaitable<void> report_loop();
+  void publish(const metrics::StatSample& sample);  // what the metrics endpoints serve from now on
   asio::awaitable<ControlResponse> serve_stats(const ControlRequest& req);
   asio::awaitable<ControlResponse> serve_user_metrics(const ControlRequest& req);
   asio::awaitable<ControlResponse> serve_admin(const ControlRequest& req);
@@ -66,13 +67,16 @@ class ControlPlane {
   ControlConfig config_;
   Clock::time_point started_;
   metrics::StatExposition exposition_;
+  metrics::StatSample sample_;  // the last one published
   std::string stat_protobuf_;
-  // While the last period saw no traffic, the first request wakes the reporter (RequestStats'
-  // ArrivalWake) and the period closes early: scale from zero waits for the first busy sample, so it
-  // should not wait for the rest of a period (Knative's activator pokes its autoscaler for the same
-  // reason). An idle sidecar so wakes once a period and never polls.
+  // While the last period saw no traffic, the reporter sleeps with no timer until the first request
+  // wakes it (RequestStats' ArrivalWake), and that period closes early: scale from zero waits for the
+  // first busy sample, so it should not wait for the rest of a period (Knative's activator pokes its
+  // autoscaler for the same reason). An idle sidecar so never wakes and never polls; a scrape of a
+  // parked reporter closes the period itself.
   asio::steady_timer report_tick_;
-  bool woken_ = false;  // the arrival wake fired since the reporter last looked
+  bool woken_ = false;   // the arrival wake fired since the reporter last looked
+  bool parked_ = false;  // idle, waiting for a request with no timer
   bool terminating_ = false;
   bool watching_app_ = false;  // reset_when_app_restarts() runs
   std::vector<std::unique_ptr<ControlListener>> listeners_;

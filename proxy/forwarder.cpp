@@ -252,10 +252,16 @@ asio::awaitable<void> Forwarding::run() {
   auto& w = worker_;
   const auto& config = w.config;
   const auto admit_by = exchange_deadline(config.timeouts, record_.start);
+  // Each gate is awaited only when it is configured: a coroutine call costs a frame even when it has
+  // nothing to wait for.
   std::optional<BreakerSlot> slot;
-  if (auto refused = co_await pass_breaker(w, admit_by, slot)) co_return co_await answer(*refused);
+  if (w.shared.breaker) {
+    if (auto refused = co_await pass_breaker(w, admit_by, slot)) co_return co_await answer(*refused);
+  }
   std::optional<BackendLease> lease;
-  if (auto refused = co_await pass_backends(w, req_, admit_by, lease)) co_return co_await answer(*refused);
+  if (w.shared.backends) {
+    if (auto refused = co_await pass_backends(w, req_, admit_by, lease)) co_return co_await answer(*refused);
+  }
   if (lease) deadline_.limit_request(lease->request_timeout);
   if (gone_) co_return co_await fail(Failure::client_gone, {});
 
@@ -289,9 +295,13 @@ asio::awaitable<void> Forwarding::run() {
   record_.upstream_start = upstream_start_;
 
   for (int attempt = 0;; ++attempt) {
-    auto [oec, opened] = co_await w.connector->open(protocol, instance, !replayable || !idempotent || attempt > 0);
-    if (oec || gone_ || deadline_.passed()) co_return co_await fail(Failure::upstream_connect, oec);
-    up_ = std::move(opened);
+    const bool verify = !replayable || !idempotent || attempt > 0;
+    up_ = w.connector->reuse(protocol, instance, verify);
+    if (!up_) {
+      auto [oec, opened] = co_await w.connector->open(protocol, instance, verify);
+      if (oec || gone_ || deadline_.passed()) co_return co_await fail(Failure::upstream_connect, oec);
+      up_ = std::move(opened);
+    }
     auto ec = co_await up_->send_head(request, in_hand);
     if (ec) upstream_failed_ = true;
     if (!ec && !replayable) {

@@ -25,6 +25,12 @@ class Connector {
   // `verify`: a pooled connection must be checked first, since the request could not go again.
   virtual asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientExchange>>> open(
       AppProtocol protocol, const tcp::endpoint* instance, bool verify) = 0;
+  // An exchange on a connection that is ready now (a pooled one), without suspending; null when `open`
+  // has to wait. The forwarder asks this first: most exchanges under load find a pooled connection, and
+  // a coroutine call costs a frame.
+  virtual std::unique_ptr<ClientExchange> reuse(AppProtocol, const tcp::endpoint*, bool /*verify*/) {
+    return nullptr;
+  }
 
  protected:
   ~Connector() = default;

@@ -119,11 +119,17 @@ std::uint64_t RequestIdGenerator::next64() {
 }
 
 std::string RequestIdGenerator::next() {
+  std::string out;
+  next_into(out);
+  return out;
+}
+
+void RequestIdGenerator::next_into(std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::uint64_t hi = next64(), lo = next64();
   hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
   lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
-  std::string out(36, '-');
+  out.assign(36, '-');
   int pos = 0;
   auto put = [&](std::uint64_t v, int nibbles) {
     for (int i = nibbles - 1; i >= 0; --i) {
@@ -133,7 +139,6 @@ std::string RequestIdGenerator::next() {
   };
   put(hi, 16);
   put(lo, 16);
-  return out;
 }
 
 bool is_knative_revision_header(std::string_view name) {

@@ -45,6 +45,8 @@ class RequestIdGenerator {
   RequestIdGenerator();
   explicit RequestIdGenerator(std::uint64_t seed) : state_(seed) {}
   std::string next();
+  // The next id into `out`, reusing its capacity.
+  void next_into(std::string& out);
 
  private:
   std::uint64_t next64();

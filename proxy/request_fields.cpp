@@ -31,7 +31,11 @@ bool stops_at_this_hop(std::string_view connection_value, http::field f, std::st
 void rewrite_request_fields(const http::request_header<>& req, const RequestRewrite& rw,
                             std::string& request_id, std::string& trace_id, FieldSink& out) {
   const auto connection = req[http::field::connection];
-  std::string xff, forwarded;
+  // This thread's scratch, reused: the sink copies what it is given, and a hop's Forwarded value is
+  // longer than a string holds without allocating.
+  thread_local std::string xff, forwarded;
+  xff.clear();
+  forwarded.clear();
   std::string_view xfp, xfh;
   bool te_trailers = false, client_id = false;
   // The activator moves the original Host aside; queue-proxy puts it back for the app.
@@ -83,7 +87,7 @@ void rewrite_request_fields(const http::request_header<>& req, const RequestRewr
   out.field("Forwarded", forwarded);
   if (xfp.empty()) out.field("X-Forwarded-Proto", rw.scheme);
   if (!client_id) {
-    if (request_id.empty() && rw.request_ids) request_id = rw.request_ids->next();
+    if (request_id.empty() && rw.request_ids) rw.request_ids->next_into(request_id);
     if (!request_id.empty()) out.field("X-Request-Id", request_id);
   }
   if (te_trailers) out.field("TE", "trailers");

@@ -91,6 +91,10 @@ struct WorkerContext final : private Connector {
     auto [ec, conn] = co_await (instance ? pool_for(*instance) : pool).acquire(verify);
     co_return std::tuple{ec, std::unique_ptr<ClientExchange>(std::move(conn))};
   }
+  std::unique_ptr<ClientExchange> reuse(AppProtocol protocol, const tcp::endpoint* instance, bool verify) override {
+    if (protocol != AppProtocol::http1) return nullptr;  // an h2c stream is opened by its connection's loop
+    return (instance ? pool_for(*instance) : pool).take_idle(verify);
+  }
 };
 
 }  // namespace sluice::proxy

@@ -212,17 +212,23 @@ ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, 
   idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
 }
 
-asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientConnection>>> ClientPool::acquire(bool verify) {
+std::unique_ptr<ClientConnection> ClientPool::take_idle(bool verify) {
   constexpr auto kFresh = std::chrono::milliseconds(100);
+  if (idle_.empty()) return nullptr;
   auto now = Clock::now();
   while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
     if ((!verify && now - c->idle_since_ < kFresh) || looks_alive(c->socket_)) {
       c->reused_ = true;
-      co_return std::tuple{error_code{}, std::move(c)};
+      return c;
     }
   }
+  return nullptr;
+}
+
+asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientConnection>>> ClientPool::acquire(bool verify) {
+  if (auto c = take_idle(verify)) co_return std::tuple{error_code{}, std::move(c)};
   auto c = std::make_unique<ClientConnection>(ex_, *this);
   asio::steady_timer timer(ex_, connect_timeout_);
   using namespace asio::experimental::awaitable_operators;

@@ -69,6 +69,8 @@ class ClientPool {
   // checked for a close by the app when `verify` is set or it has been idle long enough for the app to
   // have timed it out; otherwise the caller retries a failed first attempt instead (cheaper under load).
   asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientConnection>>> acquire(bool verify);
+  // The idle connection acquire() would take, or null when a new one must be connected.
+  std::unique_ptr<ClientConnection> take_idle(bool verify);
   // Takes back a connection whose exchange completed cleanly and left no unread bytes.
   void release(std::unique_ptr<ClientConnection> conn);
   void close_idle();

@@ -227,22 +227,30 @@ void Session::submit_local(Stream& s, const LocalAnswer& a) {
 }
 
 void Session::submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim) {
-  std::vector<nghttp2_nv> nva;
-  std::string status = std::to_string(res.result_int());
-  auto add = [&nva](std::string_view n, std::string_view v) { nva.push_back(nv(n, v)); };
-  add(":status", status);
-  std::vector<std::string> lowered;
-  lowered.reserve(static_cast<std::size_t>(std::distance(res.begin(), res.end())));
+  // The lowercased names and the nv array live in the session and are reused: a response head allocates
+  // nothing here (nghttp2 copies the list when it is submitted). The names are sized first, so the views
+  // into them stay valid while they are filled.
+  std::size_t name_bytes = 0;
+  for (const auto& f : res) name_bytes += f.name_string().size();
+  head_names_.clear();
+  head_names_.reserve(name_bytes);
+  head_nva_.clear();
+  const auto status = std::to_string(res.result_int());
+  head_nva_.push_back(nv(":status", status));
   for (const auto& f : res) {
-    lowered.push_back(lowercase(f.name_string()));
-    if (is_connection_specific(lowered.back())) continue;
-    add(lowered.back(), f.value());
+    const auto name = f.name_string();
+    const auto at = head_names_.size();
+    for (char c : name) head_names_.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+    const std::string_view lowered(head_names_.data() + at, name.size());
+    if (is_connection_specific(lowered)) continue;
+    head_nva_.push_back(nv(lowered, f.value()));
   }
   if (interim) {
-    nghttp2_submit_headers(wire_.session(), NGHTTP2_FLAG_NONE, s.id, nullptr, nva.data(), nva.size(), nullptr);
+    nghttp2_submit_headers(wire_.session(), NGHTTP2_FLAG_NONE, s.id, nullptr, head_nva_.data(), head_nva_.size(),
+                           nullptr);
   } else {
     auto prd = wire_.provider(*s.out);
-    nghttp2_submit_response(wire_.session(), s.id, nva.data(), nva.size(), with_body ? &prd : nullptr);
+    nghttp2_submit_response(wire_.session(), s.id, head_nva_.data(), head_nva_.size(), with_body ? &prd : nullptr);
   }
   wire_.want_write();
 }

@@ -84,6 +84,8 @@ class Session final : public ConnectionHandle {
   ConnectionGuard guard_;
   asio::steady_timer stall_timer_;
   bool rejection_logged_ = false;
+  std::string head_names_;          // submit_head's scratch, reused
+  std::vector<nghttp2_nv> head_nva_;
 };
 
 }  // namespace sluice::proxy::h2

@@ -179,22 +179,36 @@ class FakeConnector final : public Connector {
   explicit FakeConnector(const asio::any_io_executor& ex) : ex_(ex) {}
   asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientExchange>>> open(AppProtocol p, const tcp::endpoint*,
                                                                                bool verify) override {
+    ++opened;
     protocols.push_back(p);
     verified.push_back(verify);
     if (connect_error) co_return std::tuple{connect_error, nullptr};
-    auto& seen = seen_list.emplace_back();
-    Script s = scripts.empty() ? Script{} : scripts.front();
-    if (!scripts.empty()) scripts.pop_front();
-    co_return std::tuple{error_code{}, std::make_unique<FakeClient>(ex_, std::move(s), seen)};
+    co_return std::tuple{error_code{}, next_exchange()};
+  }
+  // With `pooled` set, every exchange is on a connection that is ready at once, as a warm pool's.
+  std::unique_ptr<ClientExchange> reuse(AppProtocol p, const tcp::endpoint*, bool verify) override {
+    if (!pooled) return nullptr;
+    protocols.push_back(p);
+    verified.push_back(verify);
+    return next_exchange();
   }
 
   std::deque<Script> scripts;
   error_code connect_error;
+  bool pooled = false;
+  int opened = 0;  // calls of open()
   std::vector<AppProtocol> protocols;
   std::vector<bool> verified;
   std::deque<Seen> seen_list;
 
  private:
+  std::unique_ptr<ClientExchange> next_exchange() {
+    auto& seen = seen_list.emplace_back();
+    Script s = scripts.empty() ? Script{} : scripts.front();
+    if (!scripts.empty()) scripts.pop_front();
+    return std::make_unique<FakeClient>(ex_, std::move(s), seen);
+  }
+
   asio::any_io_executor ex_;
 };
 
@@ -273,6 +287,20 @@ TEST_P(ForwarderPolicy, AStaleConnectionIsRetriedOnceOnAVerifiedOneForAnIdempote
   EXPECT_EQ(s.body, "hello");
   EXPECT_FALSE(connector.seen_list.front().released);  // the stale one is dropped
   EXPECT_TRUE(connector.seen_list.back().released);    // the good one goes back to its pool
+}
+
+TEST_P(ForwarderPolicy, APooledConnectionIsTakenWithoutOpeningAndTheRetryRuleIsTheSame) {
+  connector.pooled = true;
+  auto s = server("GET");
+  connector.scripts.push_back({.head_error = asio::error::connection_reset, .stale = stale_kind()});
+  run(s);
+  EXPECT_EQ(connector.opened, 0);
+  ASSERT_EQ(connector.verified.size(), 2u);
+  EXPECT_FALSE(connector.verified[0]);  // a GET without a body may go again: the first take is unchecked
+  EXPECT_TRUE(connector.verified[1]);
+  EXPECT_EQ(s.status, 200u);
+  EXPECT_EQ(s.body, "hello");
+  EXPECT_TRUE(connector.seen_list.back().released);
 }
 
 TEST_P(ForwarderPolicy, ANonIdempotentRequestIsRetriedOnlyWhenTheAppSaysItDidNotProcessIt) {
