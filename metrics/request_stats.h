@@ -28,8 +28,8 @@ struct PeriodReport {
   double seconds = 0;                      // length of the period
 };
 
-// A one-shot "tell me about the next request": the stat reporter arms it while the pod is idle and sleeps
-// until a period ends or it fires, instead of polling for the first request. Armed, it costs every
+// A one-shot "tell me about the next request": the stat reporter arms it while the pod is idle and sleeps,
+// with no timer, until it fires, instead of polling for the first request. Armed, it costs every
 // arrival one relaxed load of a line that is written only when armed or fired.
 class ArrivalWake {
  public:

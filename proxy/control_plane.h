@@ -1,5 +1,5 @@
 // sluice's control side in sidecar mode, on one thread of its own: the 1 s stat tick for the
-// autoscaler, the :9090 stat endpoint, the :9091 user metrics, the :8022 admin endpoints, and the
+// autoscaler (parked while idle), the :9090 stat endpoint, the :9091 user metrics, the :8022 admin endpoints, and the
 // drain that SIGTERM or `/wait-for-drain` starts.
 #pragma once
 
