@@ -3,9 +3,9 @@
 
 namespace sluice::proxy {
 
-ExchangeDeadline::ExchangeDeadline(const asio::any_io_executor& ex, const Timeouts& timeouts,
-                                   Clock::time_point start, Owner& owner)
-    : timeouts_(timeouts), owner_(owner), start_(start), last_write_(start), watchdog_(ex, *this) {
+ExchangeDeadline::ExchangeDeadline(Watchdogs& watchdogs, const Timeouts& timeouts, Clock::time_point start,
+                                   Owner& owner)
+    : timeouts_(timeouts), owner_(owner), start_(start), last_write_(start), watchdog_(watchdogs, *this) {
   watchdog_.rearm();
 }
 

@@ -19,7 +19,7 @@ class ExchangeDeadline final : private Watchdog::Target {
     ~Owner() = default;
   };
 
-  ExchangeDeadline(const asio::any_io_executor& ex, const Timeouts& timeouts, Clock::time_point start, Owner& owner);
+  ExchangeDeadline(Watchdogs& watchdogs, const Timeouts& timeouts, Clock::time_point start, Owner& owner);
 
   void response_started() { response_started_ = true; }
   void wrote() { last_write_ = Clock::now(); }  // bytes went to the client

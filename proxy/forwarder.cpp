@@ -60,7 +60,7 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
         down_(down),
         record_(down.record),
         req_(down.request()),
-        deadline_(worker.executor, worker.config.timeouts, down.record.start, *this) {
+        deadline_(worker.watchdogs, worker.config.timeouts, down.record.start, *this) {
     down_.watcher = this;
   }
   ~Forwarding() { down_.watcher = nullptr; }

@@ -15,6 +15,7 @@
 #include "proxy/h2/client.h"
 #include "proxy/headers.h"
 #include "proxy/shared_state.h"
+#include "proxy/watchdog.h"
 
 namespace sluice::proxy {
 
@@ -35,7 +36,8 @@ struct WorkerContext final : private Connector {
         stats(s.stats.shard(index)),
         pool(make_pool(ex, upstream)),
         h2_pool(ex, upstream, c.timeouts.upstream_connect, c.limits.max_response_header_bytes),
-        executor(ex) {}
+        executor(ex),
+        watchdogs(ex) {}
 
   // The pool for an instance chosen by the backends (gateway), made on first use and kept (exchanges in
   // flight hold references to it); instance ports come from the kernel's ephemeral range, which bounds
@@ -67,6 +69,7 @@ struct WorkerContext final : private Connector {
   h1::ClientPool pool;  // to the configured upstream
   h2::ClientPool h2_pool;  // the same, when it speaks h2c
   asio::any_io_executor executor;
+  Watchdogs watchdogs;  // every deadline of this worker's connections and exchanges, on one timer
   std::map<tcp::endpoint, std::unique_ptr<h1::ClientPool>> instance_pools;
   std::map<tcp::endpoint, std::unique_ptr<h2::ClientPool>> instance_h2_pools;
   std::optional<bool> upstream_h2c;             // UpstreamProtocol::detect: what the app answered

@@ -52,7 +52,7 @@ bool is_parse_error(error_code ec) {
 Connection::Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes)
     : worker_(worker),
       down_(std::move(socket)),
-      watchdog_(down_.get_executor(), *this),
+      watchdog_(worker.watchdogs, *this),
       scratch_down_(worker.config.io_buffer_bytes),
       scratch_up_(worker.config.io_buffer_bytes),
       watch_done_(down_.get_executor()) {
