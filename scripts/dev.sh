@@ -71,6 +71,7 @@ build() {
 # send a second signal for it; a TERM to the script is passed on. The gateway drains and exits 0, and
 # so does the script; its /tmp/sluice-<pid> goes with it on every path (a kill -9 included).
 gateway_pid=""
+status_file=""
 interrupted=0
 stop_gateway() {
   interrupted=1
@@ -78,6 +79,7 @@ stop_gateway() {
   kill -TERM "$gateway_pid" 2>/dev/null || true
 }
 cleanup_gateway() {
+  [ -z "$status_file" ] || rm -f "$status_file"
   [ -n "$gateway_pid" ] || return 0
   if kill -0 "$gateway_pid" 2>/dev/null; then
     kill -TERM "$gateway_pid" 2>/dev/null || true
@@ -101,9 +103,15 @@ run_gateway_demo() {
   gateway_pid=$!  # global: the EXIT trap runs after this function has returned
   # The gateway first proves the app can start; as Knative does, it keeps that first instance for a
   # stable window (60 s) before scaling to zero.
+  # One plain command at a time, no pipeline and no $(...): a Ctrl-C that lands while bash forks one of
+  # those can make bash exit 130 at once (seen with bash 5.2), before the gateway has drained.
   local i
-  for i in $(seq 400); do
-    curl -sf "http://127.0.0.1:$admin/.sluice/status" 2>/dev/null | grep -q '"validated":true' && break
+  status_file="${TMPDIR:-/tmp}/sluice-dev-$$.status"
+  for ((i = 0; i < 400; i++)); do
+    if curl -sf -o "$status_file" "http://127.0.0.1:$admin/.sluice/status" 2>/dev/null &&
+      grep -q '"validated":true' "$status_file"; then
+      break
+    fi
     kill -0 "$gateway_pid" 2>/dev/null || break
     [ "$interrupted" = 0 ] || break
     sleep 0.05 || true  # a Ctrl-C ends the sleep too: not an error (set -e)
