@@ -1,7 +1,9 @@
 // sluice entry point: picks the mode; configuration errors print one line and exit 2.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +23,18 @@ constexpr std::string_view kUsage =
     "  help         this text; --version prints the version\n"
     "Run 'sluice <mode> --help' for a mode's options. The container image runs 'sluice sidecar'.\n";
 
+// The per-thread free lists' budget (common/thread_cache.h) is read inside operator new, where a bad
+// value can only be ignored; it is checked here, first, so a typo is an error naming the key.
+void check_thread_cache_budget() {
+  const char* text = std::getenv("SLUICE_THREAD_CACHE_KIB");
+  if (!text) return;
+  std::string_view v(text);
+  bool digits = !v.empty() && v.size() <= 7 && v.find_first_not_of("0123456789") == std::string_view::npos;
+  if (!digits || std::strtoul(text, nullptr, 10) > (1ul << 20))
+    throw sluice::ConfigError("SLUICE_THREAD_CACHE_KIB=\"" + std::string(v) +
+                              "\": expected KiB per thread from 0 (no cache) to 1048576");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,6 +51,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     using namespace sluice::app;
+    check_thread_cache_budget();
     if (mode == "sidecar") return run_sidecar(args);
     if (mode == "gateway") return run_gateway(args);
     if (mode == "run") return run_instance(args);

@@ -3,9 +3,30 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
+#include "common/thread_cache.h"
+
 namespace sluice::proxy::h2 {
+namespace {
+
+// nghttp2's own allocations (four per stream: its stream, the header block's buffers) from the same
+// per-thread free lists as the rest of an exchange (common/thread_cache.h).
+void* ng_malloc(std::size_t size, void*) { return memory::try_allocate(size); }
+void ng_free(void* block, void*) { memory::deallocate(block); }
+void* ng_calloc(std::size_t count, std::size_t size, void*) {
+  if (size != 0 && count > SIZE_MAX / size) return nullptr;
+  void* block = memory::try_allocate(count * size);
+  if (block) std::memset(block, 0, count * size);
+  return block;
+}
+// Every block is a malloc block, so glibc's realloc takes it as it is.
+void* ng_realloc(void* block, std::size_t size, void*) { return std::realloc(block, size); }
+nghttp2_mem pooled_mem{nullptr, &ng_malloc, &ng_free, &ng_calloc, &ng_realloc};
+
+}  // namespace
 
 std::string lowercase(std::string_view s) {
   std::string out(s);
@@ -74,8 +95,8 @@ bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
   nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_max_settings(opt, 32);
   if (configure) configure(opt);
-  int rv = role == Role::server ? nghttp2_session_server_new2(&ng_, cb, owner, opt)
-                                : nghttp2_session_client_new2(&ng_, cb, owner, opt);
+  int rv = role == Role::server ? nghttp2_session_server_new3(&ng_, cb, owner, opt, &pooled_mem)
+                                : nghttp2_session_client_new3(&ng_, cb, owner, opt, &pooled_mem);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
   if (rv != 0) return false;
