@@ -17,7 +17,7 @@ constexpr std::size_t kGranule = 16;  // glibc's alignment: every malloc block i
 constexpr std::size_t kClasses = kLargestCachedBlock / kGranule;
 constexpr std::size_t kDefaultBudget = std::size_t{4096} * 1024;
 
-constexpr std::size_t class_of(std::size_t size) { return size == 0 ? 0 : (size - 1) / kGranule; }
+[[maybe_unused]] constexpr std::size_t class_of(std::size_t size) { return size == 0 ? 0 : (size - 1) / kGranule; }
 constexpr std::size_t class_bytes(std::size_t k) { return (k + 1) * kGranule; }
 
 struct FreeBlock {

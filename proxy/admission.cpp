@@ -2,6 +2,7 @@
 #include "proxy/admission.h"
 
 #include "common/log.h"
+#include "proxy/field_value.h"
 #include "proxy/headers.h"
 
 namespace sluice::proxy {
@@ -11,7 +12,8 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 }
 
 ProbeKind probe_kind_of(const http::request_header<>& req) {
-  return classify_probe(req[http::field::user_agent], req[kNetworkProbeHeader], req[kKubeletProbeHeader]);
+  return classify_probe(field_value(req, http::field::user_agent), field_value(req, kNetworkProbeHeader),
+                        field_value(req, kKubeletProbeHeader));
 }
 
 asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKind kind,
@@ -35,7 +37,7 @@ CountedExchange::CountedExchange(WorkerContext& worker, const http::request_head
                                  const ExchangeRecord& record)
     : shared_(worker.shared),
       stats_(worker.stats),
-      proxied_(iequals(req[kProxyRequestHeader], "activator")),
+      proxied_(iequals(field_value(req, kProxyRequestHeader), "activator")),
       record_(record) {
   shared_.drainer.note_request(record_.start);
   stats_.request_in(record_.start, proxied_);

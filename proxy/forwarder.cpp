@@ -7,6 +7,7 @@
 #include "proxy/admission.h"
 #include "proxy/deadline.h"
 #include "proxy/failure.h"
+#include "proxy/field_value.h"
 #include "proxy/request_fields.h"
 #include "proxy/request_log.h"
 #include "proxy/telemetry/tracer.h"
@@ -48,8 +49,8 @@ void begin_record(ExchangeRecord& r, const http::request_header<>& req, bool req
   auto copy = [](std::string& to, std::string_view from) { to.assign(from.data(), from.size()); };
   copy(r.method, req.method_string());
   copy(r.target, req.target());
-  copy(r.user_agent, req[http::field::user_agent]);
-  copy(r.referer, req[http::field::referer]);
+  copy(r.user_agent, field_value(req, http::field::user_agent));
+  copy(r.referer, field_value(req, http::field::referer));
 }
 
 // One exchange between admission and the end of its response.
@@ -270,9 +271,9 @@ asio::awaitable<void> Forwarding::run() {
   if (max_body && body.kind == BodyKind::length && body.content_length && *body.content_length > max_body)
     co_return co_await fail(Failure::body_too_large, {});
 
-  auto upgrade_to = req_[http::field::upgrade];
+  auto upgrade_to = field_value(req_, http::field::upgrade);
   upgrade_ = !upgrade_to.empty() && !iequals(upgrade_to, "h2c") &&
-             listed_in_connection(req_[http::field::connection], "upgrade");
+             listed_in_connection(field_value(req_, http::field::connection), "upgrade");
   AppProtocol protocol = AppProtocol::http1;
   if (!upgrade_) {  // an upgrade (WebSocket) needs HTTP/1.1 to the app
     auto h2c = upstream_h2c_known(w, lease);

@@ -129,16 +129,16 @@ void RequestIdGenerator::next_into(std::string& out) {
   std::uint64_t hi = next64(), lo = next64();
   hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
   lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
-  out.assign(36, '-');
-  int pos = 0;
-  auto put = [&](std::uint64_t v, int nibbles) {
-    for (int i = nibbles - 1; i >= 0; --i) {
-      if (pos == 8 || pos == 13 || pos == 18 || pos == 23) ++pos;
-      out[static_cast<std::size_t>(pos++)] = kHex[(v >> (i * 4)) & 0xf];
-    }
-  };
-  put(hi, 16);
-  put(lo, 16);
+  // 8-4-4-4-12 hex digits: where each of the 16 digits of a half goes, around the dashes.
+  static constexpr unsigned char kHigh[16] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17};
+  static constexpr unsigned char kLow[16] = {19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
+  char text[36];
+  text[8] = text[13] = text[18] = text[23] = '-';
+  for (int i = 0; i < 16; ++i) {
+    text[kHigh[i]] = kHex[(hi >> (60 - 4 * i)) & 0xf];
+    text[kLow[i]] = kHex[(lo >> (60 - 4 * i)) & 0xf];
+  }
+  out.assign(text, sizeof text);
 }
 
 bool is_knative_revision_header(std::string_view name) {

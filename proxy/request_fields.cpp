@@ -1,6 +1,8 @@
 // Request header policy; see request_fields.h.
 #include "proxy/request_fields.h"
 
+#include "proxy/field_value.h"
+
 namespace sluice::proxy {
 namespace {
 
@@ -30,7 +32,7 @@ bool stops_at_this_hop(std::string_view connection_value, http::field f, std::st
 
 void rewrite_request_fields(const http::request_header<>& req, const RequestRewrite& rw,
                             std::string& request_id, std::string& trace_id, FieldSink& out) {
-  const auto connection = req[http::field::connection];
+  const auto connection = field_value(req, http::field::connection);
   // This thread's scratch, reused: the sink copies what it is given, and a hop's Forwarded value is
   // longer than a string holds without allocating.
   thread_local std::string xff, forwarded;
@@ -39,8 +41,7 @@ void rewrite_request_fields(const http::request_header<>& req, const RequestRewr
   std::string_view xfp, xfh;
   bool te_trailers = false, client_id = false;
   // The activator moves the original Host aside; queue-proxy puts it back for the app.
-  std::string_view original_host;
-  if (auto it = req.find(kOriginalHostHeader); it != req.end()) original_host = it->value();
+  const std::string_view original_host = field_value(req, kOriginalHostHeader);
   for (const auto& f : req) {
     auto name = f.name_string();
     auto value = f.value();
@@ -99,7 +100,7 @@ ForwardedRequest::ForwardedRequest(const http::request_header<>& req, const Requ
   method = req.method_string();
   target = req.target();
   body = body_info;
-  if (upgrading) upgrade = req[http::field::upgrade];
+  if (upgrading) upgrade = field_value(req, http::field::upgrade);
 }
 
 void ForwardedRequest::fields(FieldSink& out) const {

@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "proxy/field_value.h"
 #include "proxy/h1/strict.h"
 #include "proxy/headers.h"
 #include "proxy/request_fields.h"
@@ -79,7 +80,7 @@ void format_downstream_response(std::string& out, const http::response_header<>&
                                 Framing body, std::optional<std::uint64_t> content_length,
                                 bool keep_alive, bool upgrade,
                                 unsigned client_version) {
-  const auto connection = res[http::field::connection];
+  const auto connection = field_value(res, http::field::connection);
   out += "HTTP/1.1 ";
   append_uint(out, res.result_int());
   out += ' ';

@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 
+#include "proxy/field_value.h"
 #include "proxy/h2/client_connection.h"
 #include "proxy/headers.h"
 
@@ -76,7 +77,7 @@ asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientSt
 
 BodyInfo ClientStream::response_body() const {
   std::optional<std::uint64_t> length;
-  if (auto cl = head_[http::field::content_length]; !cl.empty()) {
+  if (auto cl = field_value(head_, http::field::content_length); !cl.empty()) {
     std::uint64_t v = 0;
     auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
     if (err == std::errc() && ptr == cl.data() + cl.size()) length = v;  // nghttp2 checked it against the body

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "proxy/completion.h"
+#include "proxy/field_value.h"
 #include "proxy/forwarder.h"
 #include "proxy/h1/message.h"
 #include "proxy/h2/server.h"
@@ -291,7 +292,7 @@ asio::awaitable<void> Session::serve_stream(Stream& stream) {
     log_exchange(worker_, s->record);
     co_return;
   }
-  if (req.find(http::field::host) == req.end() && !s->authority.empty()) req.set(http::field::host, s->authority);
+  if (!has_field(req, http::field::host) && !s->authority.empty()) req.set(http::field::host, s->authority);
   if (h1::field_count(req) > worker_.config.limits.max_header_count) {
     s->record.status = 431;
     submit_local(*s, {.status = 431, .body = "too many header fields"});
@@ -300,7 +301,7 @@ asio::awaitable<void> Session::serve_stream(Stream& stream) {
     co_return;
   }
   std::optional<std::uint64_t> content_length;
-  if (auto cl = req[http::field::content_length]; !cl.empty()) {
+  if (auto cl = field_value(req, http::field::content_length); !cl.empty()) {
     std::uint64_t v = 0;
     auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
     if (err == std::errc() && ptr == cl.data() + cl.size()) content_length = v;  // nghttp2 validated it
