@@ -2,6 +2,7 @@
 #include "proxy/h1/strict.h"
 
 #include <array>
+#include <cstring>
 #include <string>
 
 #include "proxy/headers.h"
@@ -43,23 +44,31 @@ class ViolationCategory final : public boost::system::error_category {
 };
 #pragma GCC diagnostic pop
 
-constexpr bool in(std::string_view set, char c) { return set.find(c) != std::string_view::npos; }
-
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
+// A byte → membership table for a character class: letters, digits and the bytes of `extra`.
+struct CharClass {
+  constexpr explicit CharClass(std::string_view extra) {
+    for (int c = 0; c < 256; ++c) member[c] = is_alpha(static_cast<char>(c)) || is_digit(static_cast<char>(c));
+    for (char c : extra) member[static_cast<unsigned char>(c)] = true;
+  }
+  constexpr bool operator()(char c) const { return member[static_cast<unsigned char>(c)]; }
+  bool member[256]{};
+};
+
 // RFC 9110 §5.6.2 tchar.
-bool is_tchar(char c) { return is_alpha(c) || is_digit(c) || in("!#$%&'*+-.^_`|~", c); }
+constexpr CharClass is_tchar("!#$%&'*+-.^_`|~");
 
 // RFC 3986 unreserved / sub-delims / pct-encoded's '%'.
-bool is_reg_name_char(char c) { return is_alpha(c) || is_digit(c) || in("-._~!$&'()*+,;=%", c); }
+constexpr CharClass is_reg_name_char("-._~!$&'()*+,;=%");
 
 // The characters a request target may hold: RFC 3986's unreserved, reserved and '%', '#' excepted (a
 // fragment is never sent, RFC 9112 §3.2), plus the printable ASCII that RFC 3986 calls unsafe but nginx
 // and Go's net/http (queue-proxy) accept, so clients that send `{a|b}` unencoded keep working. Rejecting
 // an invalid target is a SHOULD (RFC 9112 §3); 8-bit bytes, controls and spaces are refused.
-bool is_target_char(char c) { return is_reg_name_char(c) || in(":/?@[]\"<>\\^`{|}", c); }
+constexpr CharClass is_target_char("-._~!$&'()*+,;=%:/?@[]\"<>\\^`{|}");
 
 // uri-host [":" port] (RFC 9112 §3.2, RFC 3986 §3.2.2); empty is allowed (a target without authority).
 bool valid_host(std::string_view h) {
@@ -102,23 +111,25 @@ bool is_absolute_form(std::string_view target) {
   auto colon = target.find("://");
   if (colon == std::string_view::npos || colon == 0 || !is_alpha(target[0])) return false;
   for (char c : target.substr(0, colon))
-    if (!is_alpha(c) && !is_digit(c) && !in("+-.", c)) return false;
+    if (!is_alpha(c) && !is_digit(c) && c != '+' && c != '-' && c != '.') return false;
   return true;
 }
 
-// Framing fields, shared by requests and responses (RFC 9112 §6.1, §6.3).
+// Framing fields, shared by requests and responses (RFC 9112 §6.1, §6.3). One walk over the head, in
+// order (Beast's own lookups compare names at every node of its tree).
 error_code check_framing(const http::fields& f, unsigned version) {
   std::size_t lengths = 0;
-  for (auto [it, end] = f.equal_range(http::field::content_length); it != end; ++it) {
-    ++lengths;
-    if (it->value().find(',') != std::string_view::npos) return Violation::several_content_lengths;
-  }
-  if (lengths > 1) return Violation::several_content_lengths;
   bool has_te = false, chunked_last = false;
   std::size_t chunked = 0, others = 0;
-  for (auto [it, end] = f.equal_range(http::field::transfer_encoding); it != end; ++it) {
+  for (const auto& field : f) {
+    if (field.name() == http::field::content_length) {
+      ++lengths;
+      if (field.value().find(',') != std::string_view::npos) return Violation::several_content_lengths;
+      continue;
+    }
+    if (field.name() != http::field::transfer_encoding) continue;
     has_te = true;
-    std::string_view rest = it->value();
+    std::string_view rest = field.value();
     while (true) {
       auto comma = rest.find(',');
       auto coding = trim(rest.substr(0, comma));
@@ -131,6 +142,7 @@ error_code check_framing(const http::fields& f, unsigned version) {
       rest.remove_prefix(comma + 1);
     }
   }
+  if (lengths > 1) return Violation::several_content_lengths;
   if (!has_te) return {};
   if (version < 11) return Violation::te_in_http10;
   if (lengths > 0) return Violation::content_length_and_te;
@@ -164,39 +176,50 @@ unsigned violation_status(error_code ec) {
 }
 
 std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& rules, error_code& ec) {
+  // A line at a time: memchr finds its LF and then any CR before it, so the bytes of a field are not
+  // looked at one by one. The violations are still found in the order of their bytes.
+  const char* const base = data.data();
+  const std::size_t size = data.size();
   std::size_t i = scan.pos;
-  for (; i < data.size(); ++i) {
-    const char c = data[i];
-    if (c == '\n') {
-      if (i == 0 || data[i - 1] != '\r') {
-        ec = Violation::bare_lf;
-        return 0;
-      }
-      if (!scan.start_line_done) {
-        scan.start_line_done = true;
-        if (rules.request) {
-          if ((ec = check_request_line(data.substr(0, i - 1), rules))) return 0;
-        }
-      } else if (i >= 3 && data[i - 2] == '\n') {
-        scan.pos = i + 1;
-        return i + 1;  // CRLF CRLF: the end of the head
-      }
-      continue;
-    }
-    if (c == '\r') {
-      if (i + 1 == data.size()) break;  // its LF has not arrived yet
-      if (data[i + 1] != '\n') {
-        ec = Violation::bare_cr;
-        return 0;
-      }
-      continue;
-    }
+  while (i < size) {
     // A line that starts with whitespace continues the previous field (obs-fold) or, first after the
     // start line, would be read as part of it by some and dropped by others (RFC 9112 §2.2, §5.2).
-    if ((c == ' ' || c == '\t') && i > 0 && data[i - 1] == '\n') {
+    if (i > 0 && base[i - 1] == '\n' && (base[i] == ' ' || base[i] == '\t')) {
       ec = Violation::obs_fold;
       return 0;
     }
+    const auto* lf = static_cast<const char*>(std::memchr(base + i, '\n', size - i));
+    const std::size_t eol = lf ? static_cast<std::size_t>(lf - base) : size;
+    // Up to the LF (or what has arrived), a CR may only be the last byte before it.
+    if (const auto* cr = static_cast<const char*>(std::memchr(base + i, '\r', eol - i))) {
+      const auto at = static_cast<std::size_t>(cr - base);
+      if (at + 1 == size) {  // its LF has not arrived yet
+        i = at;
+        break;
+      }
+      if (at + 1 != eol) {
+        ec = Violation::bare_cr;
+        return 0;
+      }
+    }
+    if (!lf) {
+      i = size;
+      break;
+    }
+    if (eol == 0 || base[eol - 1] != '\r') {
+      ec = Violation::bare_lf;
+      return 0;
+    }
+    if (!scan.start_line_done) {
+      scan.start_line_done = true;
+      if (rules.request) {
+        if ((ec = check_request_line(data.substr(0, eol - 1), rules))) return 0;
+      }
+    } else if (eol >= 3 && base[eol - 2] == '\n') {
+      scan.pos = eol + 1;
+      return eol + 1;  // CRLF CRLF: the end of the head
+    }
+    i = eol + 1;
   }
   scan.pos = i;
   // A request line that never ends: say 414 as soon as its target alone is too long.
@@ -243,15 +266,21 @@ error_code check_request_fields(const http::request_header<>& req) {
   const unsigned version = req.version();
   std::size_t hosts = 0;
   std::string_view host;
-  for (auto [it, end] = req.equal_range(http::field::host); it != end; ++it) {
-    ++hosts;
-    host = it->value();
+  // The activator's K-Original-Host becomes the app's Host (proxy/request_fields.cpp): the same syntax holds.
+  std::optional<std::string_view> original_host;
+  for (const auto& f : req) {
+    if (f.name() == http::field::host) {
+      ++hosts;
+      host = f.value();
+    } else if (f.name() == http::field::unknown && !original_host) {
+      const auto name = f.name_string();
+      if (name.size() == kOriginalHostHeader.size() && iequals(name, kOriginalHostHeader)) original_host = f.value();
+    }
   }
   if (hosts > 1) return Violation::several_hosts;
   if (hosts == 0 && version >= 11) return Violation::missing_host;
   if (hosts == 1 && !valid_host(host)) return Violation::bad_host;
-  // The activator's K-Original-Host becomes the app's Host (proxy/request_fields.cpp): the same syntax holds.
-  if (auto it = req.find("K-Original-Host"); it != req.end() && !valid_host(it->value())) return Violation::bad_host;
+  if (original_host && !valid_host(*original_host)) return Violation::bad_host;
   auto target = req.target();
   if (hosts == 1 && is_absolute_form(target) && !iequals(authority_of(target), host)) return Violation::host_mismatch;
   return check_framing(req, version);

@@ -25,9 +25,18 @@ constexpr std::int32_t kStreamWindow = 256 * 1024;
 constexpr std::int32_t kConnectionWindow = 4 * 1024 * 1024;
 
 // HTTP/2 forbids connection-specific fields (RFC 9113 §8.2.2).
-bool is_connection_specific(std::string_view lower_name) {
-  return lower_name == "connection" || lower_name == "keep-alive" || lower_name == "proxy-connection" ||
-         lower_name == "transfer-encoding" || lower_name == "upgrade" || lower_name == "te";
+bool is_connection_specific(http::field name) {
+  switch (name) {
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+    case http::field::te:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -37,8 +46,6 @@ Session::Session(WorkerContext& worker, Downstream socket, std::string peer_addr
       socket_(std::move(socket)),
       peer_address_(std::move(peer_address)),
       peer_(std::move(peer)),
-      wire_(socket_.get_executor()),
-      streams_finished_(socket_.get_executor()),
       idle_timer_(socket_.get_executor()),
       guard_(worker_.config.limits.h2),
       stall_timer_(socket_.get_executor()) {
@@ -55,7 +62,7 @@ Session& self_of(void* p) { return *static_cast<Session*>(p); }
 }  // namespace
 
 Stream& Session::add_stream(std::int32_t id) {
-  auto& s = streams_.emplace_back(*this, socket_.get_executor(), id);
+  auto& s = streams_.emplace_back(*this, id);
   s.place = std::prev(streams_.end());
   ++open_streams_;
   return s;
@@ -233,18 +240,20 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
   // into them stay valid while they are filled.
   std::size_t name_bytes = 0;
   for (const auto& f : res) name_bytes += f.name_string().size();
-  head_names_.clear();
-  head_names_.reserve(name_bytes);
+  head_names_.resize(name_bytes);
+  char* lowered = head_names_.data();
   head_nva_.clear();
   const auto status = std::to_string(res.result_int());
   head_nva_.push_back(nv(":status", status));
   for (const auto& f : res) {
+    if (is_connection_specific(f.name())) continue;
     const auto name = f.name_string();
-    const auto at = head_names_.size();
-    for (char c : name) head_names_.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-    const std::string_view lowered(head_names_.data() + at, name.size());
-    if (is_connection_specific(lowered)) continue;
-    head_nva_.push_back(nv(lowered, f.value()));
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      const char c = name[i];
+      lowered[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    head_nva_.push_back(nv(std::string_view(lowered, name.size()), f.value()));
+    lowered += name.size();
   }
   if (interim) {
     nghttp2_submit_headers(wire_.session(), NGHTTP2_FLAG_NONE, s.id, nullptr, head_nva_.data(), head_nva_.size(),

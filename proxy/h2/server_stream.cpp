@@ -5,9 +5,8 @@
 
 namespace sluice::proxy::h2 {
 
-Stream::Stream(Session& s, const asio::any_io_executor& ex, std::int32_t stream_id)
-    : session(s), id(stream_id), request_data(ex), out(std::make_unique<SendQueue>(ex, kResponseBuffer)),
-      closed_signal(ex) {
+Stream::Stream(Session& s, std::int32_t stream_id)
+    : session(s), id(stream_id), out(std::make_unique<SendQueue>(kResponseBuffer)) {
   req.version(11);
 }
 
