@@ -33,6 +33,7 @@ class Notifier {
     }
     return asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
         [this](auto handler) {
+          resume(true);  // a second waiter: the first wakes, as a timer's waiters do when it is re-armed
           auto slot = asio::get_associated_cancellation_slot(handler);
           if (slot.is_connected()) slot.assign([this](asio::cancellation_type) { resume(false); });
           parked_.emplace(std::move(handler));
