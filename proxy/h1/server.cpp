@@ -189,7 +189,7 @@ asio::awaitable<bool> Connection::exchange() {
   expect_continue_ = body_framing_ != Framing::none && iequals(field_value(req, http::field::expect), "100-continue");
   body_done_ = body_framing_ == Framing::none;
   stopped_ = head_pending_ = response_done_ = response_keep_ = aborted_ = tunnelled_ = false;
-  no_watch_ = has_field(req, http::field::upgrade);
+  no_watch_ = !field_value(req, http::field::upgrade).empty();
   io_cancelled_ = false;
   record.protocol = "HTTP/1.1";
 
@@ -198,7 +198,7 @@ asio::awaitable<bool> Connection::exchange() {
     co_await respond_locally(431, "too many header fields");
     co_return false;
   }
-  if (has_field(req, http::field::upgrade) && !down_.is_tls()) {  // h2c is for cleartext only (RFC 9113 §3.1)
+  if (!field_value(req, http::field::upgrade).empty() && !down_.is_tls()) {  // h2c is for cleartext only (RFC 9113 §3.1)
     if (co_await upgrade_to_h2c()) co_return false;
   }
   if (body_done_) watch_client();
