@@ -55,7 +55,8 @@ Connection::Connection(WorkerContext& worker, Downstream socket, std::string_vie
       down_(std::move(socket)),
       watchdog_(worker.watchdogs, *this),
       scratch_down_(worker.config.io_buffer_bytes),
-      scratch_up_(worker.config.io_buffer_bytes) {
+      scratch_up_(worker.config.io_buffer_bytes),
+      watch_done_(down_.get_executor()) {
   error_code ec;
   auto ep = down_.remote_endpoint(ec);
   if (!ec) {

@@ -23,7 +23,7 @@ inline constexpr std::uint32_t kStreamsPerConnection = 100;
 
 struct ClientStreamState {
   explicit ClientStreamState(const asio::any_io_executor& executor)
-      : ex(executor), out(std::make_unique<SendQueue>(kSendBuffer)) {}
+      : ex(executor), out(std::make_unique<SendQueue>(executor, kSendBuffer)), received(executor) {}
   // Request bytes still being written keep the send queue alive.
   ~ClientStreamState() {
     if (wire) wire->retire(std::move(out));
@@ -58,7 +58,7 @@ struct ClientStreamState {
 class ClientConnection {
  public:
   ClientConnection(const asio::any_io_executor& ex, std::size_t max_header_bytes)
-      : socket_(ex), ready_(ex, Clock::time_point::max()), max_header_bytes_(max_header_bytes) {}
+      : socket_(ex), wire_(ex), ready_(ex, Clock::time_point::max()), max_header_bytes_(max_header_bytes) {}
 
   // Connects and starts the session; waiters on wait_ready() learn the outcome.
   static asio::awaitable<void> connect(std::shared_ptr<ClientConnection> self, tcp::endpoint endpoint,

@@ -46,6 +46,8 @@ Session::Session(WorkerContext& worker, Downstream socket, std::string peer_addr
       socket_(std::move(socket)),
       peer_address_(std::move(peer_address)),
       peer_(std::move(peer)),
+      wire_(socket_.get_executor()),
+      streams_finished_(socket_.get_executor()),
       idle_timer_(socket_.get_executor()),
       guard_(worker_.config.limits.h2),
       stall_timer_(socket_.get_executor()) {
@@ -62,7 +64,7 @@ Session& self_of(void* p) { return *static_cast<Session*>(p); }
 }  // namespace
 
 Stream& Session::add_stream(std::int32_t id) {
-  auto& s = streams_.emplace_back(*this, id);
+  auto& s = streams_.emplace_back(*this, socket_.get_executor(), id);
   s.place = std::prev(streams_.end());
   ++open_streams_;
   return s;

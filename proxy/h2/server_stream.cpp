@@ -5,8 +5,9 @@
 
 namespace sluice::proxy::h2 {
 
-Stream::Stream(Session& s, std::int32_t stream_id)
-    : session(s), id(stream_id), out(std::make_unique<SendQueue>(kResponseBuffer)) {
+Stream::Stream(Session& s, const asio::any_io_executor& ex, std::int32_t stream_id)
+    : session(s), id(stream_id), request_data(ex), out(std::make_unique<SendQueue>(ex, kResponseBuffer)),
+      closed_signal(ex) {
   req.version(11);
 }
 

@@ -20,7 +20,7 @@ inline constexpr std::size_t kResponseBuffer = 64 * 1024;
 
 class Stream final : public ServerExchange {
  public:
-  Stream(Session& session, std::int32_t stream_id);
+  Stream(Session& session, const asio::any_io_executor& ex, std::int32_t stream_id);
   ~Stream();
 
   http::request_header<>& request() override { return req; }

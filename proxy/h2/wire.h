@@ -40,7 +40,7 @@ inline std::string_view as_view(const uint8_t* p, std::size_t n) { return {reint
 // from it and frees the bytes once the socket took them.
 class SendQueue {
  public:
-  explicit SendQueue(std::size_t capacity) : capacity_(capacity) {}
+  SendQueue(const asio::any_io_executor& ex, std::size_t capacity) : space(ex), capacity_(capacity) {}
   SendQueue(const SendQueue&) = delete;
   SendQueue& operator=(const SendQueue&) = delete;
 
@@ -92,7 +92,7 @@ struct WireCallbacks {
 class Wire {
  public:
   enum class Role { server, client };
-  Wire() = default;
+  explicit Wire(const asio::any_io_executor& ex) : write_wanted_(ex) {}
   ~Wire();
   Wire(const Wire&) = delete;
   Wire& operator=(const Wire&) = delete;

@@ -44,7 +44,7 @@ class NotifierTest : public ::testing::Test {
 };
 
 TEST_F(NotifierTest, ANotifyBeforeTheWaitIsKeptForItAndOnlyForIt) {
-  Notifier n;
+  Notifier n(io.get_executor());
   n.notify();
   n.notify();  // two notifies before a wait are one wake-up
   asio::co_spawn(io, waiter(n, 2), asio::detached);
@@ -56,7 +56,7 @@ TEST_F(NotifierTest, ANotifyBeforeTheWaitIsKeptForItAndOnlyForIt) {
 }
 
 TEST_F(NotifierTest, AParkedWaiterResumesOnNotifyAndNotBefore) {
-  Notifier n;
+  Notifier n(io.get_executor());
   bool finished = false;
   asio::co_spawn(io, waiter(n, 1), [&](std::exception_ptr) { finished = true; });
   run_ready();
@@ -68,7 +68,7 @@ TEST_F(NotifierTest, AParkedWaiterResumesOnNotifyAndNotBefore) {
 }
 
 TEST_F(NotifierTest, AWaitRacedAgainstATimerIsCancelledWhenTheTimerWins) {
-  auto n = std::make_unique<Notifier>();
+  auto n = std::make_unique<Notifier>(io.get_executor());
   bool timer_won = false, finished = false;
   auto race = [&]() -> asio::awaitable<void> {
     asio::steady_timer timer(co_await asio::this_coro::executor, 20ms);
@@ -86,7 +86,7 @@ TEST_F(NotifierTest, AWaitRacedAgainstATimerIsCancelledWhenTheTimerWins) {
 }
 
 TEST_F(NotifierTest, DestroyingItUnderAParkedWaiterResumesTheWaiter) {
-  auto n = std::make_unique<Notifier>();
+  auto n = std::make_unique<Notifier>(io.get_executor());
   bool finished = false;
   asio::co_spawn(io, waiter(*n, 1), [&](std::exception_ptr) { finished = true; });
   run_ready();
