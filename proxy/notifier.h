@@ -1,4 +1,5 @@
-// A wake-up for one coroutine on the same executor: notify() before wait() is not lost.
+// A wake-up for one coroutine on the same executor: notify() before wait() is not lost. It must outlive
+// its waiter: a waiter resumed by the timer's destruction would touch it after it is gone.
 #pragma once
 
 #include "proxy/asio.h"
