@@ -3,6 +3,8 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "proxy/h1/server.h"
@@ -53,11 +55,19 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   const auto preface = h2::kClientPreface;
   // Peek, not read: an HTTP/1.1 client's bytes stay in the socket for the h1 codec.
   asio::steady_timer limit(socket.get_executor(), worker.config.timeouts.client_header);
-  auto ready = co_await (socket.async_wait(tcp::socket::wait_read, use_nothrow) || limit.async_wait(use_nothrow));
-  if (ready.index() == 1) co_return;  // nothing sent before the header timeout: close
   char head[64];
-  auto n = ::recv(socket.native_handle(), head, sizeof head, MSG_PEEK);
-  if (n <= 0) co_return;
+  ssize_t n = 0;
+  while (n <= 0) {
+    auto ready = co_await (socket.async_wait(tcp::socket::wait_read, use_nothrow) || limit.async_wait(use_nothrow));
+    if (ready.index() == 1) co_return;  // nothing sent before the header timeout: close
+    if (auto [wait_error] = std::get<0>(ready); wait_error) co_return;
+    n = ::recv(socket.native_handle(), head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) co_return;  // the client left without a byte
+    // A wait for readability can end with nothing to read (a wait completes on any readiness event, and
+    // one may be stale): that is no reason to close a connection whose client has yet to speak, so wait
+    // again, until the header timeout.
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) co_return;
+  }
   std::string_view seen(head, static_cast<std::size_t>(n));
   if (!preface.starts_with(seen.substr(0, std::min(seen.size(), preface.size())))) {
     // On an h2c-only port, bytes that are not HTTP/1.x either are a failed HTTP/2 preface (GOAWAY); on a
