@@ -73,4 +73,7 @@ class Downstream {
   std::shared_ptr<ssl::context> context_;
 };
 
+// The TCP socket a Downstream writes to directly (send_now.h), or null over TLS.
+inline tcp::socket* plain_tcp(Downstream& d) { return d.is_tls() ? nullptr : &d.socket(); }
+
 }  // namespace sluice::proxy

@@ -2,6 +2,7 @@
 #include "proxy/headers.h"
 
 #include <array>
+#include <cstring>
 #include <random>
 
 namespace sluice::proxy {
@@ -124,20 +125,35 @@ std::string RequestIdGenerator::next() {
   return out;
 }
 
+namespace {
+
+// Each byte's two hex digits, so that an id is written a byte at a time.
+constexpr auto kByteHex = [] {
+  constexpr char kHex[] = "0123456789abcdef";
+  std::array<std::array<char, 2>, 256> t{};
+  for (std::size_t b = 0; b < 256; ++b) t[b] = {kHex[b >> 4], kHex[b & 0xf]};
+  return t;
+}();
+
+}  // namespace
+
 void RequestIdGenerator::next_into(std::string& out) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::uint64_t hi = next64(), lo = next64();
   hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
   lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
-  // 8-4-4-4-12 hex digits: where each of the 16 digits of a half goes, around the dashes.
-  static constexpr unsigned char kHigh[16] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17};
-  static constexpr unsigned char kLow[16] = {19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
-  char text[36];
-  text[8] = text[13] = text[18] = text[23] = '-';
-  for (int i = 0; i < 16; ++i) {
-    text[kHigh[i]] = kHex[(hi >> (60 - 4 * i)) & 0xf];
-    text[kLow[i]] = kHex[(lo >> (60 - 4 * i)) & 0xf];
+  char digits[32];
+  for (int i = 0; i < 8; ++i) {
+    std::memcpy(digits + 2 * i, kByteHex[(hi >> (56 - 8 * i)) & 0xff].data(), 2);
+    std::memcpy(digits + 16 + 2 * i, kByteHex[(lo >> (56 - 8 * i)) & 0xff].data(), 2);
   }
+  // 8-4-4-4-12 hex digits.
+  char text[36];
+  std::memcpy(text, digits, 8);
+  std::memcpy(text + 9, digits + 8, 4);
+  std::memcpy(text + 14, digits + 12, 4);
+  std::memcpy(text + 19, digits + 16, 4);
+  std::memcpy(text + 24, digits + 20, 12);
+  text[8] = text[13] = text[18] = text[23] = '-';
   out.assign(text, sizeof text);
 }
 

@@ -15,6 +15,7 @@
 #include "proxy/h2/server.h"
 #include "proxy/headers.h"
 #include "proxy/probe.h"
+#include "proxy/send_now.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -271,7 +272,18 @@ asio::awaitable<void> Connection::linger() {
 }
 
 asio::awaitable<error_code> Connection::write_all(std::string_view bytes) {
-  auto [ec, n] = co_await asio::async_write(down_, asio::buffer(bytes), use_nothrow);
+  co_return co_await write_buffers(asio::buffer(bytes));
+}
+
+template <class ConstBuffers>
+asio::awaitable<error_code> Connection::write_buffers(const ConstBuffers& buffers) {
+  if (tcp::socket* plain = plain_tcp(down_)) {  // at once when the socket takes it all (see send_now.h)
+    error_code ec;
+    if (const std::size_t sent = send_now(*plain, buffers, ec); !ec && sent < asio::buffer_size(buffers))
+      ec = co_await write_rest(*plain, buffers, sent);
+    co_return ec;
+  }
+  auto [ec, n] = co_await asio::async_write(down_, buffers, use_nothrow);
   (void)n;
   co_return ec;
 }
@@ -407,9 +419,7 @@ asio::awaitable<error_code> Connection::write_body(asio::const_buffer data) {
     bufs[n++] = data;
   }
   head_pending_ = false;
-  auto [ec, written] = co_await asio::async_write(down_, std::span(bufs.data(), n), use_nothrow);
-  (void)written;
-  co_return ec;
+  co_return co_await write_buffers(std::span<const asio::const_buffer>(bufs.data(), n));
 }
 
 asio::awaitable<error_code> Connection::end_body(const FieldList& trailers) {

@@ -58,6 +58,8 @@ class Connection final : private Watchdog::Target, public ConnectionHandle, publ
   asio::awaitable<void> linger();
   asio::awaitable<bool> upgrade_to_h2c();
   asio::awaitable<error_code> write_all(std::string_view bytes);
+  template <class ConstBuffers>
+  asio::awaitable<error_code> write_buffers(const ConstBuffers& buffers);
   void body_complete();
   // After the request body: a read that tells when the client goes away mid-exchange, and that becomes
   // the first read of the next request when it brings bytes instead.

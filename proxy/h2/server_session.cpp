@@ -145,7 +145,7 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* f, void* p) {
   }
   if ((f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS) && end) {
     s->request_done = true;
-    s->request_data.notify();
+    s->wake.notify();
   }
   return 0;
 }
@@ -161,7 +161,7 @@ int Session::on_data_chunk(nghttp2_session* ng, uint8_t, int32_t id, const uint8
   auto buf = s->request_body_.prepare(len);
   std::memcpy(buf.data(), data, len);
   s->request_body_.commit(len);
-  s->request_data.notify();
+  s->wake.notify();
   return 0;
 }
 
@@ -267,10 +267,41 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
   wire_.want_write();
 }
 
+// A request's head is complete: its exchange starts, as a coroutine of its own, unless the head is
+// refused (answered here, or the stream reset). The checks run before the coroutine so that the
+// exchange's coroutine is the forwarder's own (a frame less per request).
 void Session::launch(Stream& s) {
+  s.record.start = Clock::now();
+  s.record.peer = peer_;
+  s.record.protocol = "HTTP/2.0";
+  if (s.state == Stream::State::closed) return;  // reset in the same read as its HEADERS: nothing to forward
+  if (!s.has_method || !s.has_path) {  // nghttp2 checks the rest of the pseudo-header rules
+    reset_stream(s, NGHTTP2_PROTOCOL_ERROR);
+    return;
+  }
+  auto& req = s.req;
+  std::optional<LocalAnswer> refusal = request_refusal(req, s.authority, s.too_large);
+  if (refusal && !reject_stream(s.id, refusal->body)) return;
+  if (!refusal) {
+    if (!has_field(req, http::field::host) && !s.authority.empty()) req.set(http::field::host, s.authority);
+    if (h1::field_count(req) > worker_.config.limits.max_header_count)
+      refusal = LocalAnswer{.status = 431, .body = "too many header fields"};
+  }
+  if (!refusal) {
+    std::optional<std::uint64_t> content_length;
+    if (auto cl = field_value(req, http::field::content_length); !cl.empty()) {
+      std::uint64_t v = 0;
+      auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
+      if (err == std::errc() && ptr == cl.data() + cl.size()) content_length = v;  // nghttp2 validated it
+    }
+    const bool no_body = s.request_done && s.request_body_.size() == 0;
+    s.body_info = {.kind = no_body ? BodyKind::none : content_length ? BodyKind::length : BodyKind::unknown,
+                   .content_length = content_length};
+  }
   ++running_;
   s.running = true;
-  asio::co_spawn(socket_.get_executor(), serve_stream(s), [this, &s](std::exception_ptr e) {
+  auto exchange = refusal ? refuse(s, std::move(*refusal)) : forward(worker_, s);
+  asio::co_spawn(socket_.get_executor(), std::move(exchange), [this, &s](std::exception_ptr e) {
     if (e) {
       try {
         std::rethrow_exception(e);
@@ -284,43 +315,11 @@ void Session::launch(Stream& s) {
   });
 }
 
-asio::awaitable<void> Session::serve_stream(Stream& stream) {
-  auto* s = &stream;
-  auto& req = s->req;
-  s->record.start = Clock::now();
-  s->record.peer = peer_;
-  s->record.protocol = "HTTP/2.0";
-  if (s->state == Stream::State::closed) co_return;  // reset in the same read as its HEADERS: nothing to forward
-  if (!s->has_method || !s->has_path) {  // nghttp2 checks the rest of the pseudo-header rules
-    reset_stream(*s, NGHTTP2_PROTOCOL_ERROR);
-    co_return;
-  }
-  if (auto refusal = request_refusal(req, s->authority, s->too_large)) {
-    s->record.status = refusal->status;
-    if (!reject_stream(s->id, refusal->body)) co_return;
-    submit_local(*s, *refusal);
-    co_await s->flushed();
-    log_exchange(worker_, s->record);
-    co_return;
-  }
-  if (!has_field(req, http::field::host) && !s->authority.empty()) req.set(http::field::host, s->authority);
-  if (h1::field_count(req) > worker_.config.limits.max_header_count) {
-    s->record.status = 431;
-    submit_local(*s, {.status = 431, .body = "too many header fields"});
-    co_await s->flushed();
-    log_exchange(worker_, s->record);
-    co_return;
-  }
-  std::optional<std::uint64_t> content_length;
-  if (auto cl = field_value(req, http::field::content_length); !cl.empty()) {
-    std::uint64_t v = 0;
-    auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
-    if (err == std::errc() && ptr == cl.data() + cl.size()) content_length = v;  // nghttp2 validated it
-  }
-  const bool no_body = s->request_done && s->request_body_.size() == 0;
-  s->body_info = {.kind = no_body ? BodyKind::none : content_length ? BodyKind::length : BodyKind::unknown,
-                  .content_length = content_length};
-  co_await forward(worker_, *s);
+asio::awaitable<void> Session::refuse(Stream& s, LocalAnswer answer) {
+  s.record.status = static_cast<int>(answer.status);
+  submit_local(s, answer);
+  co_await s.flushed();
+  log_exchange(worker_, s.record);
 }
 
 asio::awaitable<void> Session::idle_watch() {

@@ -65,7 +65,8 @@ class Session final : public ConnectionHandle {
   void forget_if_done(Stream& s);
   asio::awaitable<void> idle_watch();
   asio::awaitable<void> linger(std::vector<char>& buf);
-  asio::awaitable<void> serve_stream(Stream& s);
+  // Answers a request refused before forwarding (431, a bad Host, ...), then logs it.
+  asio::awaitable<void> refuse(Stream& s, LocalAnswer answer);
   bool done() const { return !wire_.wants_io(); }
   bool finished() const { return done() || (going_away_ && open_streams_ == 0 && running_ == 0); }
 

@@ -6,8 +6,7 @@
 namespace sluice::proxy::h2 {
 
 Stream::Stream(Session& s, const asio::any_io_executor& ex, std::int32_t stream_id)
-    : session(s), id(stream_id), request_data(ex), out(std::make_unique<SendQueue>(ex, kResponseBuffer)),
-      closed_signal(ex) {
+    : session(s), id(stream_id), wake(ex), out(std::make_unique<SendQueue>(ex, kResponseBuffer)) {
   req.version(11);
 }
 
@@ -18,9 +17,8 @@ void Stream::close(bool early) {
   state = State::closed;
   if (early) reset = true;
   if (reset && watcher) watcher->client_gone();
-  request_data.notify();
+  wake.notify();
   out->space.notify();
-  closed_signal.notify();
 }
 
 std::string_view Stream::peer_address() const { return session.peer_address(); }
@@ -29,7 +27,7 @@ bool Stream::is_tls() const { return session.is_tls(); }
 asio::awaitable<BodyRead> Stream::read_body() {
   if (request_sending_.size() == 0) {
     while (request_body_.size() == 0 && !request_done && !reset && !cancelled && !stopped)
-      co_await request_data.wait();
+      co_await wake.wait();
     if (reset || cancelled || stopped) co_return BodyRead{asio::error::operation_aborted, {}};
     if (request_body_.size() == 0) co_return BodyRead{};  // END_STREAM: complete
     // The forwarder reads from a buffer the callbacks do not touch: DATA frames keep arriving meanwhile.

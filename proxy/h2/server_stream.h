@@ -39,17 +39,17 @@ class Stream final : public ServerExchange {
   void abort() override;
   asio::awaitable<void> tunnel(tcp::socket&, beast::flat_buffer&, Clock::time_point&) override { co_return; }
   asio::awaitable<void> flushed() override {
-    while (state != State::closed) co_await closed_signal.wait();
+    while (state != State::closed) co_await wake.wait();
   }
   void cancel_io() override {
     cancelled = true;
-    request_data.notify();
+    wake.notify();
     out->space.notify();
   }
   bool answers_mid_body() const override { return false; }
   void stop_reading() override {
     stopped = true;
-    request_data.notify();
+    wake.notify();
   }
 
   // nghttp2 closed the stream (completed, reset by either side, or the connection ended): wakes every
@@ -81,10 +81,11 @@ class Stream final : public ServerExchange {
   beast::flat_buffer request_body_;     // received from the client, not yet read by the forwarder
   beast::flat_buffer request_sending_;  // read by the forwarder (request_body_ keeps filling meanwhile)
   FieldList request_trailers_;
-  Notifier request_data;  // more request body, its end, or a reset
+  // More request body, its end, a reset, or the stream's close. One Notifier serves the request body's
+  // reader and flushed(): the forwarder waits for the close only once it has stopped reading.
+  Notifier wake;
 
   std::unique_ptr<SendQueue> out;  // the response body, then its trailers
-  Notifier closed_signal;
 };
 
 }  // namespace sluice::proxy::h2

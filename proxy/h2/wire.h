@@ -20,6 +20,7 @@
 #include "proxy/asio.h"
 #include "proxy/exchange.h"
 #include "proxy/notifier.h"
+#include "proxy/send_now.h"
 
 namespace sluice::proxy::h2 {
 
@@ -183,6 +184,11 @@ asio::awaitable<error_code> Wire::write_loop(Socket& socket, bool contiguous, St
       auto [wec, n] = co_await asio::async_write(socket, asio::buffer(flat_), use_nothrow);
       (void)n;
       ec = wec;
+    } else if (tcp::socket* plain = plain_tcp(socket)) {
+      // Most batches fit the socket's buffer: written now, the loop goes on without a trip through the
+      // scheduler.
+      const std::size_t sent = send_now(*plain, gather_, ec);
+      if (!ec && sent < batch_bytes_) ec = co_await write_rest(*plain, gather_, sent);
     } else {
       auto [wec, n] = co_await asio::async_write(socket, gather_, use_nothrow);
       (void)n;
