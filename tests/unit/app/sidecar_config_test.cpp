@@ -274,6 +274,15 @@ TEST(ReadinessProbe, ArrayTakesTheFirstContainersProbe) {
   EXPECT_EQ(p.path, "/a");
 }
 
+TEST(ReadinessProbe, ACountOfSecondsBeyondKubernetesInt32IsAConfigErrorNotAnOverflow) {
+  auto env = kRequired;
+  env["SERVING_READINESS_PROBE"] = R"({"httpGet":{"port":8080},"periodSeconds":20000000000000000})";
+  const auto err = error_of(env);
+  EXPECT_NE(err.find("periodSeconds must be at most 2147483647"), std::string::npos) << err;
+  env["SERVING_READINESS_PROBE"] = R"({"tcpSocket":{"port":8080},"timeoutSeconds":18446744073709551615})";
+  EXPECT_NE(error_of(env).find("timeoutSeconds must be at most"), std::string::npos);
+}
+
 TEST(ReadinessProbe, MultiContainerProbesAreAllCheckedAndExecIsLeftOut) {
   auto env = kRequired;
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
