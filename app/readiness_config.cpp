@@ -23,9 +23,8 @@ std::int64_t probe_int(const boost::json::object& o, const char* key, std::int64
   // Kubernetes declares these fields int32; a larger count of seconds would overflow as milliseconds.
   constexpr std::int64_t kMax = 2147483647;
   if (p->is_int64() && p->as_int64() >= 0 && p->as_int64() <= kMax) return p->as_int64();
-  if (p->is_int64() || p->is_uint64()) {
-    if (p->is_uint64() || p->as_int64() > kMax) bad_probe(std::string(key) + " must be at most 2147483647");
-  }
+  if (p->is_uint64() || (p->is_int64() && p->as_int64() > kMax))
+    bad_probe(std::string(key) + " must be at most 2147483647");
   bad_probe(std::string(key) + " must be a non-negative integer");
 }
 
