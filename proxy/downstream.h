@@ -8,7 +8,6 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "proxy/asio.h"
-#include "proxy/recv_drained.h"
 #include "proxy/tls_socket.h"
 
 namespace sluice::proxy {
@@ -40,8 +39,6 @@ class Downstream {
     return asio::async_initiate<Token, void(error_code, std::size_t)>(
         [this](auto handler, const MutableBuffers& b) {
           if (tls_) tls_->async_read_some(b, std::move(handler));
-          else if constexpr (std::is_convertible_v<MutableBuffers, asio::mutable_buffer>)
-            recv_drained(plain_, b, std::move(handler));
           else plain_.async_read_some(b, std::move(handler));
         },
         token, buffers);

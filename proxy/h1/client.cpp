@@ -13,7 +13,6 @@
 
 #include "proxy/h1/strict.h"
 #include "proxy/listen.h"
-#include "proxy/recv_drained.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -123,7 +122,7 @@ asio::awaitable<BodyRead> ClientConnection::read_body() {
     if (remaining_ == 0) co_return BodyRead{};
     if (buffer_.size() == 0) {
       auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, pool_.io_buffer_bytes()));
-      auto [ec, n] = co_await recv_drained(socket_, buffer_.prepare(want), use_nothrow);
+      auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(want), use_nothrow);
       if (ec) {
         failure_ = ec == asio::error::eof ? error_code(http::error::partial_message) : ec;
         co_return BodyRead{failure_, {}};

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "proxy/asio.h"
-#include "proxy/recv_drained.h"
 
 namespace sluice::proxy::h1 {
 
@@ -117,7 +116,7 @@ asio::awaitable<error_code> read_strict_head(Stream& stream, beast::flat_buffer&
     if (parse_head_step(buffer, scan, parser, rules, ec)) co_return ec;
     const std::size_t room = std::max<std::size_t>(buffer.capacity() - buffer.size(), 4096);
     auto space = buffer.prepare(std::min<std::size_t>(room, rules.max_head_bytes + 4 - buffer.size()));
-    auto [rec, n] = co_await read_some(stream, space, use_nothrow);
+    auto [rec, n] = co_await stream.async_read_some(space, use_nothrow);
     if (rec) {
       if (rec == asio::error::eof)
         co_return error_code(got_any || buffer.size() > 0 ? http::error::partial_message : http::error::end_of_stream);
@@ -152,7 +151,7 @@ asio::awaitable<error_code> read_body_some(Stream& stream, beast::flat_buffer& b
       if (data.size() >= max_line_bytes) co_return make_error_code(Violation::header_too_large);
     }
     const std::size_t room = std::max<std::size_t>(buffer.capacity() - buffer.size(), 4096);
-    auto [rec, n] = co_await read_some(stream, buffer.prepare(std::min<std::size_t>(room, 65536)), use_nothrow);
+    auto [rec, n] = co_await stream.async_read_some(buffer.prepare(std::min<std::size_t>(room, 65536)), use_nothrow);
     if (rec == asio::error::eof) {
       error_code ec;
       parser.put_eof(ec);

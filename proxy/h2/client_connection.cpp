@@ -5,7 +5,6 @@
 #include <charconv>
 
 #include "common/log.h"
-#include "proxy/recv_drained.h"
 
 namespace sluice::proxy::h2 {
 namespace {
@@ -198,7 +197,7 @@ void ClientConnection::fail_all(error_code ec) {
 asio::awaitable<void> ClientConnection::reader() {
   std::vector<char> buf(kReadChunk);
   while (!broken_) {
-    auto [ec, n] = co_await recv_drained(socket_, asio::buffer(buf), use_nothrow);
+    auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
     if (ec) break;
     if (wire_.feed(buf.data(), n) != 0) {
       log::warn("h2c upstream: protocol error from the app");
