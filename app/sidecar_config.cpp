@@ -77,6 +77,8 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_UPSTREAM_MAX_IDLE", "upstream-max-idle", false,
        "idle keep-alive connections to the app per worker (default: concurrency, or 1000 when 0)"},
       {"SLUICE_IO_BUFFER_BYTES", "io-buffer-bytes", false, "body buffer per direction per exchange (default 65536)"},
+      {"SLUICE_SPLICE_MIN_BYTES", "splice-min-bytes", false,
+       "bodies passing through unchanged with at least this many bytes left move by splice(2); 0 = never (default 16384)"},
       {"SLUICE_DRAIN_TIMEOUT_SECONDS", "drain-timeout-seconds", false,
        "longest wait for in-flight exchanges once draining ends (default 60)"},
       {"SLUICE_DRAIN_QUIET_PERIOD_MS", "drain-quiet-period-ms", false,
@@ -324,6 +326,8 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
       static_cast<std::size_t>(o.get_int("SLUICE_UPSTREAM_MAX_IDLE", idle_default, 0, 1'000'000));
   c.proxy.io_buffer_bytes =
       static_cast<std::size_t>(o.get_int("SLUICE_IO_BUFFER_BYTES", 65536, 1024, 16 << 20));
+  c.proxy.splice_min_bytes =
+      static_cast<std::size_t>(o.get_int("SLUICE_SPLICE_MIN_BYTES", 16384, 0, std::int64_t{1} << 40));
   return c;
 }
 

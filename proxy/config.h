@@ -80,6 +80,9 @@ struct ProxyConfig {
   unsigned workers = 0;                      // 0 = one per available CPU
   std::size_t upstream_max_idle = 1000;      // idle keep-alive connections kept per worker
   std::size_t io_buffer_bytes = 64 * 1024;   // body relay buffer per direction per exchange
+  // A body with at least this many bytes still to come, passing through unchanged (HTTP/1.1 without
+  // TLS, Content-Length), moves socket to socket in the kernel (splice.h); 0 = never, copy every body.
+  std::size_t splice_min_bytes = 16 * 1024;
   Limits limits;
   Timeouts timeouts;
   // What the plain port speaks: both (HTTP/1.1, h2c by prior knowledge and by Upgrade), or one only.

@@ -95,6 +95,14 @@ class ClientGone {
 
 using BodyRead = std::tuple<error_code, asio::const_buffer>;
 
+// The socket the rest of a body can be read from directly, for the forwarder to splice (splice.h): set
+// only when the codec would add nothing between that socket and the body (no TLS, a known length, none
+// of the body's bytes in the codec's buffer).
+struct RawBody {
+  tcp::socket* socket = nullptr;
+  std::uint64_t remaining = 0;  // body bytes still to come from it
+};
+
 // The client's side of one exchange (a downstream codec implements it).
 class ServerExchange {
  public:
@@ -114,6 +122,10 @@ class ServerExchange {
   // write with the upstream head; nullopt otherwise. Consumed with consume_body.
   virtual std::optional<asio::const_buffer> body_in_hand() = 0;
   virtual FieldList request_trailers() = 0;  // once read_body gave the end
+  // Splicing (splice.h): the request body straight from the client's socket, when the codec allows it;
+  // raw_body_taken() tells it how many bytes were moved past it.
+  virtual RawBody raw_body_in() { return {}; }
+  virtual void raw_body_taken(std::size_t) {}
 
   // The response: interim heads (1xx), the head, body pieces, the end with trailers.
   virtual asio::awaitable<error_code> send_interim(const http::response_header<>& head) = 0;
@@ -122,6 +134,9 @@ class ServerExchange {
                                                 bool more_soon) = 0;
   virtual asio::awaitable<error_code> write_body(asio::const_buffer data) = 0;
   virtual asio::awaitable<error_code> end_body(const FieldList& trailers) = 0;
+  // Splicing: the client's socket, when the response body's bytes may be written to it directly (no TLS,
+  // no framing to add, the head already sent); null otherwise.
+  virtual tcp::socket* raw_body_out() { return nullptr; }
   virtual asio::awaitable<void> send_local(const LocalAnswer& answer) = 0;
   // The response cannot complete: cut it so the client knows (HTTP/1.1 closes, HTTP/2 resets the stream).
   virtual void abort() = 0;
@@ -161,6 +176,8 @@ class ClientExchange {
                                                 std::optional<asio::const_buffer> body) = 0;
   virtual asio::awaitable<error_code> write_body(asio::const_buffer data) = 0;
   virtual asio::awaitable<error_code> end_body(const FieldList& trailers) = 0;
+  // Splicing (splice.h): the app's socket, when the request body's bytes may be written to it directly.
+  virtual tcp::socket* raw_body_out() { return nullptr; }
 
   // The next response head: interim (1xx) heads first, one per call, then the final one. The head stays
   // valid until the next call or the end of the exchange.
@@ -170,6 +187,9 @@ class ClientExchange {
   virtual asio::awaitable<BodyRead> read_body() = 0;
   virtual void consume_body(std::size_t n) = 0;
   virtual const FieldList& trailers() = 0;  // once read_body gave the end
+  // Splicing: the response body straight from the app's socket, when the codec allows it.
+  virtual RawBody raw_body_in() { return {}; }
+  virtual void raw_body_taken(std::size_t) {}
 
   // Wakes every pending operation with operation_aborted and abandons the exchange.
   virtual void cancel() = 0;

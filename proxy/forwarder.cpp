@@ -10,6 +10,7 @@
 #include "proxy/field_value.h"
 #include "proxy/request_fields.h"
 #include "proxy/request_log.h"
+#include "proxy/splice.h"
 #include "proxy/telemetry/tracer.h"
 #include "proxy/worker_context.h"
 
@@ -93,6 +94,9 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   Failure classify(Failure upstream_failure) const;
 
   asio::awaitable<error_code> receive_head();
+  // The splice (splice.h) for a body of which `in` is the rest, when both codecs and the configuration
+  // allow one (`out` is where it goes); null: copy it through the codecs.
+  BodySplice* splice_for(std::optional<BodySplice>& splice, const RawBody& in, const tcp::socket* out);
   asio::awaitable<error_code> pump_request();
   asio::awaitable<void> respond();
   asio::awaitable<void> exchange_streaming();
@@ -104,6 +108,7 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   http::request_header<>& req_;
   ExchangeDeadline deadline_;
   std::unique_ptr<ClientExchange> up_;
+  std::optional<BodySplice> request_splice_, response_splice_;
   const http::response_header<>* head_ = nullptr;
   Clock::time_point upstream_start_;
   bool upgrade_ = false;
@@ -159,10 +164,34 @@ asio::awaitable<error_code> Forwarding::receive_head() {
   }
 }
 
+BodySplice* Forwarding::splice_for(std::optional<BodySplice>& splice, const RawBody& in, const tcp::socket* out) {
+  const auto min = worker_.config.splice_min_bytes;
+  if (!in.socket || !out || min == 0 || in.remaining < min) return nullptr;
+  if (!splice) splice.emplace(worker_.pipes);
+  return splice->ready() ? &*splice : nullptr;
+}
+
 // The client's body to the app, as it arrives; the end carries the client's trailers.
 asio::awaitable<error_code> Forwarding::pump_request() {
   const auto max_body = worker_.config.limits.max_body_bytes;
   while (true) {
+    // Spliced when it can be (its length is known, so max_body was checked at admission).
+    const RawBody in = down_.raw_body_in();
+    tcp::socket* out = in.socket ? up_->raw_body_out() : nullptr;
+    if (BodySplice* splice = splice_for(request_splice_, in, out)) {
+      auto r = co_await splice->move_some(*in.socket, *out, in.remaining);
+      if (r.moved) {
+        down_.raw_body_taken(r.moved);
+        note_request_bytes(r.moved);
+      }
+      if (r.read_error) {
+        request_error_ = r.read_error == asio::error::eof ? error_code(http::error::partial_message) : r.read_error;
+        if (up_) up_->cancel();
+        co_return request_error_;
+      }
+      if (r.write_error) co_return r.write_error;
+      continue;
+    }
     auto [ec, data] = co_await down_.read_body();
     if (!ec && max_body && record_.request_bytes + data.size() > max_body) ec = http::error::body_limit;
     if (ec) {
@@ -201,6 +230,23 @@ asio::awaitable<void> Forwarding::respond() {
     co_return;
   }
   while (!ec && body.kind != BodyKind::none) {
+    const RawBody in = up_->raw_body_in();
+    tcp::socket* out = in.socket ? down_.raw_body_out() : nullptr;
+    if (BodySplice* splice = splice_for(response_splice_, in, out)) {
+      auto r = co_await splice->move_some(*in.socket, *out, in.remaining);
+      if (r.moved) {
+        up_->raw_body_taken(r.moved);
+        record_.response_bytes += r.moved;
+        deadline_.wrote();
+      }
+      if (r.read_error) {
+        ec = r.read_error == asio::error::eof ? error_code(http::error::partial_message) : r.read_error;
+        upstream_failed_ = !gone_ && !deadline_.passed();
+      } else {
+        ec = r.write_error;
+      }
+      continue;
+    }
     auto [rec, data] = co_await up_->read_body();
     if (rec) {
       ec = rec;

@@ -83,6 +83,11 @@ asio::awaitable<error_code> ClientConnection::end_body(const FieldList& trailers
   co_return ec;
 }
 
+tcp::socket* ClientConnection::raw_body_out() {
+  if (cancelled_ || chunked_request_ || request_done_) return nullptr;
+  return &socket_;
+}
+
 asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientConnection::read_head() {
   if (cancelled_) co_return std::tuple{error_code(asio::error::operation_aborted), nullptr};
   response_.emplace();
@@ -158,6 +163,11 @@ void ClientConnection::consume_body(std::size_t n) {
   buffer_.consume(n);
   remaining_ -= n;
   pending_ = 0;
+}
+
+RawBody ClientConnection::raw_body_in() {
+  if (cancelled_ || framing_ != Framing::length || remaining_ == 0 || buffer_.size() > 0) return {};
+  return {.socket = &socket_, .remaining = remaining_};
 }
 
 const FieldList& ClientConnection::trailers() {

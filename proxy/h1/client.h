@@ -22,12 +22,15 @@ class ClientConnection final : public ClientExchange {
                                         std::optional<asio::const_buffer> body) override;
   asio::awaitable<error_code> write_body(asio::const_buffer data) override;
   asio::awaitable<error_code> end_body(const FieldList& trailers) override;
+  tcp::socket* raw_body_out() override;
   asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() override;
   BodyInfo response_body() const override;
   bool body_at_hand() const override { return buffer_.size() > 0; }
   asio::awaitable<BodyRead> read_body() override;
   void consume_body(std::size_t n) override;
   const FieldList& trailers() override;
+  RawBody raw_body_in() override;
+  void raw_body_taken(std::size_t n) override { remaining_ -= n; }
   void cancel() override;
   Staleness stale() const override;
   void release(std::unique_ptr<ClientExchange> self) override;

@@ -368,6 +368,23 @@ std::optional<asio::const_buffer> Connection::body_in_hand() {
   return asio::buffer(down_buffer_.data().data(), static_cast<std::size_t>(body_remaining_));
 }
 
+RawBody Connection::raw_body_in() {
+  if (down_.is_tls() || body_framing_ != Framing::length || body_remaining_ == 0 || down_buffer_.size() > 0 ||
+      expect_continue_ || stopped_ || io_cancelled_)
+    return {};
+  return {.socket = &down_.socket(), .remaining = body_remaining_};
+}
+
+void Connection::raw_body_taken(std::size_t n) {
+  body_remaining_ -= n;
+  if (body_remaining_ == 0) body_complete();
+}
+
+tcp::socket* Connection::raw_body_out() {
+  if (down_.is_tls() || out_framing_ != Framing::length || head_pending_ || io_cancelled_) return nullptr;
+  return &down_.socket();
+}
+
 FieldList Connection::request_trailers() {
   FieldList trailers;
   if (body_framing_ != Framing::chunked) return trailers;

@@ -38,10 +38,13 @@ class Connection final : private Watchdog::Target, public ConnectionHandle, publ
   void consume_body(std::size_t n) override;
   std::optional<asio::const_buffer> body_in_hand() override;
   FieldList request_trailers() override;
+  RawBody raw_body_in() override;
+  void raw_body_taken(std::size_t n) override;
   asio::awaitable<error_code> send_interim(const http::response_header<>& head) override;
   asio::awaitable<error_code> send_head(const http::response_header<>& head, BodyInfo body, bool more_soon) override;
   asio::awaitable<error_code> write_body(asio::const_buffer data) override;
   asio::awaitable<error_code> end_body(const FieldList& trailers) override;
+  tcp::socket* raw_body_out() override;
   asio::awaitable<void> send_local(const LocalAnswer& answer) override;
   void abort() override { aborted_ = true; }
   asio::awaitable<void> tunnel(tcp::socket& app, beast::flat_buffer& app_read,

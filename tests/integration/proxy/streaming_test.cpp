@@ -115,5 +115,63 @@ TEST_F(Streaming, StreamedResponsePiecesArriveBeforeTheResponseEnds) {
   EXPECT_LT(first, total - 0.5) << r.out;
 }
 
+// Bodies that pass through unchanged (Content-Length, no TLS) move socket to socket by splice(2)
+// (proxy/splice.h); with SLUICE_SPLICE_MIN_BYTES=0 the same bodies are copied. Either way the bytes, the
+// framing around them and the failure rules are the same.
+class SpliceOrCopy : public ::testing::TestWithParam<const char*> {
+ protected:
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"SLUICE_SPLICE_MIN_BYTES", GetParam()}, {"SERVING_ENABLE_REQUEST_LOG", "true"}}}};
+};
+
+INSTANTIATE_TEST_SUITE_P(Bodies, SpliceOrCopy, ::testing::Values("16384", "0"),
+                         [](const auto& p) { return std::string(p.param) == "0" ? "copied" : "spliced"; });
+
+TEST_P(SpliceOrCopy, AnEchoedContentLengthBodyComesBackByteForByte) {
+  // Both directions at once: the app echoes each piece as it reads it, with the request's length.
+  auto r = run_command({"sh", "-c",
+                        "head -c 30000000 /dev/urandom > /tmp/sluice-splice.$$ && curl -sS --max-time 60 "
+                        "--data-binary @/tmp/sluice-splice.$$ -D /tmp/sluice-splice-head.$$ " +
+                            sidecar.url("/echo") +
+                            " | cmp - /tmp/sluice-splice.$$ && grep -i '^content-length: 30000000' "
+                            "/tmp/sluice-splice-head.$$ >/dev/null && echo same; "
+                            "rm -f /tmp/sluice-splice.$$ /tmp/sluice-splice-head.$$"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "same\n");
+}
+
+TEST_P(SpliceOrCopy, ARequestPipelinedBehindALargeBodyIsAnsweredToo) {
+  // The body's last bytes and the next request arrive together: only the body goes to the app.
+  const std::string body(300000, 'p');
+  RawClient client(sidecar.port);
+  client.send("POST /sink HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+              body + "GET /bytes/7 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  auto got = client.read_until("\r\n\r\nabcdefg", std::chrono::seconds(20));
+  EXPECT_EQ(count_of(got, "HTTP/1.1 200 OK"), 2u) << got;
+  EXPECT_NE(got.find("X-Received-Bytes: 300000"), std::string::npos) << got;
+  EXPECT_NE(got.find("Content-Length: 7\r\n"), std::string::npos) << got;
+}
+
+TEST_P(SpliceOrCopy, AClientLeavingMidUploadIs499AndTheSidecarKeepsServing) {
+  {
+    RawClient client(sidecar.port);
+    client.send("POST /sink HTTP/1.1\r\nHost: a\r\nX-Request-Id: gone-mid-upload\r\nContent-Length: 50000000\r\n\r\n" +
+                std::string(2 << 20, 'u'));
+  }  // closed with 48 MB owed
+  auto line = sidecar.process->wait_for_line("\"requestId\":\"gone-mid-upload\"", std::chrono::seconds(10));
+  ASSERT_TRUE(line) << "no request log line";
+  EXPECT_NE(line->find("\"status\":499"), std::string::npos) << *line;
+  EXPECT_EQ(curl({sidecar.url("/")}).out, "Hello from sluice-demo-app\n");
+}
+
+TEST_P(SpliceOrCopy, ADownloadTheAppCutsShortIsCutForTheClient) {
+  // 1,000,000 bytes declared, 1000 sent, then the app closes: the client must not see a whole response.
+  auto r = curl({"-o", "/dev/null", "-w", "%{size_download}", sidecar.url("/close-mid")});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "1000");
+}
+
 }  // namespace
 }  // namespace sluice::test
