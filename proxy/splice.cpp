@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "proxy/edge_wait.h"
+
 namespace sluice::proxy {
 namespace {
 
@@ -97,7 +99,7 @@ asio::awaitable<SpliceResult> BodySplice::move_some(tcp::socket& from, tcp::sock
       r.read_error = last_error();
       co_return r;
     }
-    auto [ec] = co_await from.async_wait(tcp::socket::wait_read, use_nothrow);
+    auto [ec] = co_await wait_after_eagain(from, tcp::socket::wait_read, use_nothrow);
     if (ec) {
       r.read_error = ec;
       co_return r;
@@ -116,7 +118,7 @@ asio::awaitable<SpliceResult> BodySplice::move_some(tcp::socket& from, tcp::sock
       r.write_error = n == 0 ? error_code(asio::error::broken_pipe) : last_error();
       co_return r;
     }
-    auto [ec] = co_await to.async_wait(tcp::socket::wait_write, use_nothrow);
+    auto [ec] = co_await wait_after_eagain(to, tcp::socket::wait_write, use_nothrow);
     if (ec) {
       r.write_error = ec;
       co_return r;

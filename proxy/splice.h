@@ -11,7 +11,7 @@
 // copied through the codecs as before.
 //
 // Each splice is tried at once; only when it cannot proceed (EAGAIN) does the relay wait for the socket
-// in the event loop. A relay that never has to wait gives the loop back every kYieldEvery pieces, so that
+// in the event loop (edge_wait.h). A relay that never has to wait gives the loop back every kYieldEvery pieces, so that
 // one fast upload cannot hold a worker for the whole of its body.
 #pragma once
 

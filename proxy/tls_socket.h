@@ -21,6 +21,7 @@
 #include <iterator>
 
 #include "proxy/asio.h"
+#include "proxy/edge_wait.h"
 
 namespace sluice::proxy {
 
@@ -150,12 +151,13 @@ class TlsSocket {
         int rv = attempt(n);
         if (rv == 1) return finish(error_code{}, n);
         switch (SSL_get_error(self->ssl_, rv)) {
+          // OpenSSL's own read or write on the socket just failed with EAGAIN (edge_wait.h).
           case SSL_ERROR_WANT_READ:
             waited = true;
-            return self->socket_.async_wait(tcp::socket::wait_read, std::move(*this));
+            return wait_after_eagain(self->socket_, tcp::socket::wait_read, std::move(*this));
           case SSL_ERROR_WANT_WRITE:
             waited = true;
-            return self->socket_.async_wait(tcp::socket::wait_write, std::move(*this));
+            return wait_after_eagain(self->socket_, tcp::socket::wait_write, std::move(*this));
           default:
             return finish(self->failure(rv), 0);
         }
