@@ -12,7 +12,7 @@
 namespace sluice::proxy {
 namespace {
 
-constexpr std::size_t kDefaultPipeBytes = 64 * 1024;  // Linux's pipe size: no fcntl needed
+constexpr std::size_t kDefaultPipeBytes = 64 * 1024;  // Linux's default, assumed if the size cannot be read
 
 error_code last_error() { return error_code(errno, asio::error::get_system_category()); }
 

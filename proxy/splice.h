@@ -12,7 +12,8 @@
 //
 // Each splice is tried at once; only when it cannot proceed (EAGAIN) does the relay wait for the socket
 // in the event loop (edge_wait.h). A relay that never has to wait gives the loop back every kYieldEvery pieces, so that
-// one fast upload cannot hold a worker for the whole of its body.
+// one fast upload cannot hold a worker for the whole of its body. A splice into a socket the peer has
+// reset raises SIGPIPE, as a plain write would: the process ignores it (app/main.cpp) and sees EPIPE.
 #pragma once
 
 #include <cstddef>
