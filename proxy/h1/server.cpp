@@ -1,8 +1,8 @@
-// The HTTP/1.1 server codec; see server.h.
+// The HTTP/1.1 server codec, the connection's life: requests read in order, keep-alive, the client
+// watch, `Upgrade: h2c`, lingering close; see server.h. The exchange's body and response halves are in
+// server_exchange.cpp.
 #include "proxy/h1/server.h"
 
-#include <array>
-#include <cstdio>
 #include <limits>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -11,11 +11,8 @@
 #include "proxy/field_value.h"
 #include "proxy/forwarder.h"
 #include "proxy/h1/strict.h"
-#include "proxy/h1/tunnel.h"
 #include "proxy/h2/server.h"
 #include "proxy/headers.h"
-#include "proxy/probe.h"
-#include "proxy/send_now.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -271,23 +268,6 @@ asio::awaitable<void> Connection::linger() {
   co_await (discard() || limit.async_wait(use_nothrow));
 }
 
-asio::awaitable<error_code> Connection::write_all(std::string_view bytes) {
-  co_return co_await write_buffers(asio::buffer(bytes));
-}
-
-template <class ConstBuffers>
-asio::awaitable<error_code> Connection::write_buffers(const ConstBuffers& buffers) {
-  if (tcp::socket* plain = plain_tcp(down_)) {  // at once when the socket takes it all (see send_now.h)
-    error_code ec;
-    if (const std::size_t sent = send_now(*plain, buffers, ec); !ec && sent < asio::buffer_size(buffers))
-      ec = co_await write_rest(*plain, buffers, sent);
-    co_return ec;
-  }
-  auto [ec, n] = co_await asio::async_write(down_, buffers, use_nothrow);
-  (void)n;
-  co_return ec;
-}
-
 void Connection::watch_client() {
   // Pipelined bytes already here, or an upgrade whose tunnel will read the socket: nothing to watch.
   if (watching_ || down_buffer_.size() > 0 || no_watch_) return;
@@ -315,185 +295,6 @@ void Connection::body_complete() {
   if (body_done_) return;
   body_done_ = true;
   watch_client();
-}
-
-asio::awaitable<BodyRead> Connection::read_body() {
-  if (stopped_ || io_cancelled_) co_return BodyRead{asio::error::operation_aborted, {}};
-  if (expect_continue_) {
-    expect_continue_ = false;
-    static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
-    if (auto ec = co_await write_all(k100)) co_return BodyRead{ec, {}};
-  }
-  if (body_framing_ == Framing::none) co_return BodyRead{};
-  if (body_framing_ == Framing::length) {
-    if (body_remaining_ == 0) {
-      body_complete();
-      co_return BodyRead{};
-    }
-    if (down_buffer_.size() == 0) {
-      auto want = static_cast<std::size_t>(std::min<std::uint64_t>(body_remaining_, worker_.config.io_buffer_bytes));
-      auto [ec, n] = co_await down_.async_read_some(down_buffer_.prepare(want), use_nothrow);
-      if (ec) co_return BodyRead{ec == asio::error::eof ? error_code(http::error::partial_message) : ec, {}};
-      down_buffer_.commit(n);
-    }
-    auto n = static_cast<std::size_t>(std::min<std::uint64_t>(down_buffer_.size(), body_remaining_));
-    co_return BodyRead{error_code{}, asio::buffer(down_buffer_.data().data(), n)};
-  }
-  // Chunked: the parser finds the end and the trailers.
-  auto& parser = *parser_;
-  std::span<char> scratch = scratch_down_.get();
-  if (down_buffer_.capacity() < scratch.size()) down_buffer_.reserve(scratch.size());
-  while (!parser.is_done()) {
-    parser.get().body().data = scratch.data();
-    parser.get().body().size = scratch.size();
-    auto ec = co_await read_body_some(down_, down_buffer_, parser, worker_.config.limits.max_header_bytes);
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec) co_return BodyRead{ec, {}};
-    std::size_t got = scratch.size() - parser.get().body().size;
-    if (got > 0) co_return BodyRead{error_code{}, asio::buffer(scratch.data(), got)};
-  }
-  body_complete();
-  co_return BodyRead{};
-}
-
-void Connection::consume_body(std::size_t n) {
-  if (body_framing_ != Framing::length) return;
-  down_buffer_.consume(n);
-  body_remaining_ -= n;
-  if (body_remaining_ == 0) body_complete();
-}
-
-std::optional<asio::const_buffer> Connection::body_in_hand() {
-  if (body_framing_ != Framing::length || expect_continue_ || down_buffer_.size() < body_remaining_) return std::nullopt;
-  return asio::buffer(down_buffer_.data().data(), static_cast<std::size_t>(body_remaining_));
-}
-
-RawBody Connection::raw_body_in() {
-  if (down_.is_tls() || body_framing_ != Framing::length || body_remaining_ == 0 || down_buffer_.size() > 0 ||
-      expect_continue_ || stopped_ || io_cancelled_)
-    return {};
-  return {.socket = &down_.socket(), .remaining = body_remaining_};
-}
-
-void Connection::raw_body_taken(std::size_t n) {
-  body_remaining_ -= n;
-  if (body_remaining_ == 0) body_complete();
-}
-
-tcp::socket* Connection::raw_body_out() {
-  if (down_.is_tls() || out_framing_ != Framing::length || head_pending_ || io_cancelled_) return nullptr;
-  return &down_.socket();
-}
-
-FieldList Connection::request_trailers() {
-  FieldList trailers;
-  if (body_framing_ != Framing::chunked) return trailers;
-  std::size_t i = 0;
-  for (const auto& f : parser_->get()) {
-    if (i++ < header_fields_) continue;  // a chunked body's trailers follow the head's fields in the parser's list
-    trailers.emplace_back(f.name_string(), f.value());
-  }
-  return trailers;
-}
-
-asio::awaitable<error_code> Connection::send_interim(const http::response_header<>& head) {
-  head_.clear();
-  format_downstream_response(head_, head, Framing::none, std::nullopt, true, false, parser_->get().version());
-  co_return co_await write_all(head_);
-}
-
-asio::awaitable<error_code> Connection::send_head(const http::response_header<>& head, BodyInfo body,
-                                                  bool more_soon) {
-  const unsigned version = parser_->get().version();
-  const bool upgrade = head.result_int() == 101;
-  Framing up = body.kind == BodyKind::none     ? Framing::none
-               : body.kind == BodyKind::length ? Framing::length
-                                               : Framing::until_close;
-  out_framing_ = downstream_framing(up, version);
-  // Shutdown may have begun during the exchange: say so in this response.
-  response_keep_ = keep_alive_ && !worker_.draining && out_framing_ != Framing::until_close && !upgrade;
-  head_.clear();
-  format_downstream_response(head_, head, out_framing_, body.content_length, response_keep_, upgrade, version);
-  if (more_soon && out_framing_ != Framing::none) {
-    head_pending_ = true;  // leaves with the first body bytes, in one write
-    co_return error_code{};
-  }
-  co_return co_await write_all(head_);
-}
-
-asio::awaitable<error_code> Connection::write_body(asio::const_buffer data) {
-  if (io_cancelled_) co_return error_code(asio::error::operation_aborted);
-  char chunk_size[24];
-  std::array<asio::const_buffer, 4> bufs;
-  std::size_t n = 0;
-  if (head_pending_) bufs[n++] = asio::buffer(head_);
-  if (out_framing_ == Framing::chunked) {
-    int len = std::snprintf(chunk_size, sizeof chunk_size, "%zx\r\n", data.size());
-    bufs[n++] = asio::buffer(chunk_size, static_cast<std::size_t>(len));
-    bufs[n++] = data;
-    bufs[n++] = asio::buffer("\r\n", 2);
-  } else {
-    bufs[n++] = data;
-  }
-  head_pending_ = false;
-  co_return co_await write_buffers(std::span<const asio::const_buffer>(bufs.data(), n));
-}
-
-asio::awaitable<error_code> Connection::end_body(const FieldList& trailers) {
-  error_code ec;
-  if (out_framing_ == Framing::chunked) {
-    std::string tail = head_pending_ ? std::move(head_) : std::string();
-    tail += "0\r\n";
-    for (const auto& [name, value] : trailers) {
-      tail += name;
-      tail += ": ";
-      tail += value;
-      tail += "\r\n";
-    }
-    tail += "\r\n";
-    ec = co_await write_all(tail);
-  } else if (head_pending_) {
-    ec = co_await write_all(head_);
-  }
-  head_pending_ = false;
-  if (!ec) response_done_ = true;
-  co_return ec;
-}
-
-asio::awaitable<void> Connection::send_local(const LocalAnswer& a) {
-  LocalResponseExtras extras{.exact_body = a.exact_body};
-  const std::string retry_after = std::to_string(a.retry_after_seconds);
-  if (!a.network_hash.empty()) {
-    extras.extra_name = kNetworkHashHeader;
-    extras.extra_value = a.network_hash;
-  } else if (a.retry_after_seconds != 0) {
-    extras.extra_name = "Retry-After";
-    extras.extra_value = retry_after;
-  }
-  // A local answer leaves an unread request body behind: the connection cannot carry another request.
-  response_keep_ = keep_alive_ && !a.close && body_done_;
-  linger_ = !response_keep_;
-  head_.clear();
-  format_local_response(head_, a.status, a.body, response_keep_, record.request_id, extras);
-  if (!co_await write_all(head_)) response_done_ = true;
-}
-
-asio::awaitable<void> Connection::tunnel(tcp::socket& app, beast::flat_buffer& app_read, Clock::time_point& last_activity) {
-  tunnelled_ = true;
-  co_await relay_tunnel(down_, down_buffer_, scratch_down_, app, app_read, scratch_up_, last_activity);
-}
-
-void Connection::cancel_io() {
-  io_cancelled_ = true;
-  error_code ec;
-  down_.cancel(ec);
-}
-
-void Connection::stop_reading() {
-  if (body_done_ || stopped_) return;
-  stopped_ = true;
-  error_code ec;
-  down_.cancel(ec);
 }
 
 }  // namespace sluice::proxy::h1
