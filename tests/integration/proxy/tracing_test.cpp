@@ -221,6 +221,9 @@ TEST(Tracing, ASlowOrDownCollectorCostsOnlyCountedDrops) {
                               "export_failed");
     return v && *v >= 40;
   }, 10s));
+  // The log line may reach the captured output a moment after the counter moved: wait for it, then
+  // check there is only the one.
+  EXPECT_TRUE(orphan.process->wait_for_line("span export failed", 5s));
   EXPECT_EQ(count_of(orphan.process->stdout_text(), "span export failed"), 1u);
 }
 
