@@ -265,6 +265,22 @@ class FakeConnector final : public Connector {
   asio::any_io_executor ex_;
 };
 
+// Runs one exchange through the forwarder on a one-worker context whose app side is `connector`;
+// whether it ended within `limit`.
+bool run_exchange(asio::io_context& io, const ProxyConfig& config, Connector& connector, ServerExchange& server,
+                  std::chrono::milliseconds limit) {
+  SharedState shared(config, 1);
+  WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
+  worker.connector = &connector;
+  bool done = false;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    co_await forward(worker, server);
+    done = true;
+  }, asio::detached);
+  io.run_for(limit);
+  return done;
+}
+
 // One protocol pair: the client side is HTTP/2-like or not, the app speaks h2c or HTTP/1.1.
 struct Pair {
   bool h2_client;
@@ -281,16 +297,7 @@ class ForwarderPolicy : public ::testing::TestWithParam<Pair> {
 
   // Runs one exchange to its end with the app side scripted.
   void run(FakeServer& server, std::chrono::milliseconds limit = 2s) {
-    SharedState shared(config, 1);
-    WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
-    worker.connector = &connector;
-    bool done = false;
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-      co_await forward(worker, server);
-      done = true;
-    }, asio::detached);
-    io.run_for(limit);
-    ASSERT_TRUE(done) << "the exchange did not end";
+    ASSERT_TRUE(run_exchange(io, config, connector, server, limit)) << "the exchange did not end";
   }
   FakeServer server(std::string method = "GET", std::vector<std::string> body = {}) {
     return FakeServer(io.get_executor(), GetParam().h2_client, std::move(method), std::move(body));
@@ -469,18 +476,7 @@ class ForwarderSplice : public ::testing::Test {
     std::signal(SIGPIPE, SIG_IGN);
     config.upstream_protocol = ProxyConfig::UpstreamProtocol::http1;
   }
-  void run(FakeServer& s) {
-    SharedState shared(config, 1);
-    WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
-    worker.connector = &connector;
-    bool done = false;
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-      co_await forward(worker, s);
-      done = true;
-    }, asio::detached);
-    io.run_for(10s);
-    ASSERT_TRUE(done) << "the exchange did not end";
-  }
+  void run(FakeServer& s) { ASSERT_TRUE(run_exchange(io, config, connector, s, 10s)) << "the exchange did not end"; }
   // A peer that writes `bytes` and then closes its end, on a thread of its own.
   std::thread write_then_close(tcp::socket& peer, std::string bytes) {
     return std::thread([&peer, b = std::move(bytes)] {
