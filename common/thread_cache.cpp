@@ -2,8 +2,12 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
+#include <iterator>
+#include <cstdint>
 #include <new>
 
 #ifndef SLUICE_THREAD_CACHE
@@ -15,6 +19,7 @@ namespace {
 
 constexpr std::size_t kGranule = 16;  // glibc's alignment: every malloc block is a multiple of it
 constexpr std::size_t kClasses = kLargestCachedBlock / kGranule;
+static_assert(kClasses % 64 == 0, "the filled-class bitmap is whole words");
 constexpr std::size_t kDefaultBudget = std::size_t{4096} * 1024;
 
 [[maybe_unused]] constexpr std::size_t class_of(std::size_t size) { return size == 0 ? 0 : (size - 1) / kGranule; }
@@ -29,6 +34,7 @@ struct FreeBlock {
 struct Lists {
   enum State : unsigned char { unopened, open, closed };
   FreeBlock* head[kClasses];
+  std::uint64_t filled[kClasses / 64];  // bit k: head[k] is not empty, so evict_one() need not look
   std::size_t bytes;
   std::size_t budget;
   std::size_t victim;  // where evict_one() looks first
@@ -61,6 +67,7 @@ void drain(Lists& l) noexcept {
       std::free(f);
     }
   }
+  for (auto& word : l.filled) word = 0;
   l.bytes = 0;
 }
 
@@ -87,50 +94,128 @@ bool open_lists(Lists& l) noexcept {
   return true;
 }
 
+constexpr std::uint64_t class_bit(std::size_t k) { return std::uint64_t{1} << (k % 64); }
+
+void note_filled(Lists& l, std::size_t k) noexcept { l.filled[k / 64] |= class_bit(k); }
+void note_popped(Lists& l, std::size_t k) noexcept {
+  if (!l.head[k]) l.filled[k / 64] &= ~class_bit(k);
+}
+
+// The first non-empty class at or after `from`, going round; kClasses when all are empty.
+std::size_t first_filled(const std::uint64_t (&filled)[kClasses / 64], std::size_t from) noexcept {
+  constexpr std::size_t kWords = kClasses / 64;
+  for (std::size_t i = 0; i <= kWords; ++i) {  // from's word again last, for the classes below `from`
+    const std::size_t w = (from / 64 + i) % kWords;
+    std::uint64_t bits = filled[w];
+    if (i == 0) bits &= ~std::uint64_t{0} << (from % 64);
+    if (bits) return w * 64 + std::size_t(std::countr_zero(bits));
+  }
+  return kClasses;
+}
+
 // Full: the next block, round-robin, of another size goes back to malloc, so the lists of sizes no
 // longer asked for (a burst's, or blocks nghttp2 grew with realloc) drain instead of holding the budget.
 bool evict_one(Lists& l, std::size_t keep) noexcept {
-  for (std::size_t i = 0; i < kClasses; ++i) {
-    const std::size_t v = (l.victim + i) % kClasses;
-    if (v == keep || !l.head[v]) continue;
-    FreeBlock* f = l.head[v];
-    l.head[v] = f->next;
-    l.bytes -= class_bytes(v);
-    l.victim = (v + 1) % kClasses;
-    std::free(f);
-    return true;
-  }
-  return false;
+  std::uint64_t others[kClasses / 64];
+  std::copy(std::begin(l.filled), std::end(l.filled), others);
+  others[keep / 64] &= ~class_bit(keep);
+  const std::size_t v = first_filled(others, l.victim);
+  if (v == kClasses) return false;
+  FreeBlock* f = l.head[v];
+  l.head[v] = f->next;
+  note_popped(l, v);
+  l.bytes -= class_bytes(v);
+  l.victim = (v + 1) % kClasses;
+  std::free(f);
+  return true;
 }
 
-[[maybe_unused]] void push(void* block, std::size_t k) noexcept {
+void link(Lists& l, FreeBlock* f, std::size_t k) noexcept {
+  f->next = l.head[k];
+  l.head[k] = f;
+  note_filled(l, k);
+  l.bytes += class_bytes(k);
+}
+
+// A push that has to open the lists or make room first (in a busy worker, about one push in 30).
+[[gnu::noinline]] void push_slow(void* block, std::size_t k) noexcept {
   Lists& l = t_lists;
   if (l.state != Lists::open && !open_lists(l)) {
     std::free(block);
     return;
   }
-  const std::size_t bytes = class_bytes(k);
-  while (l.bytes + bytes > l.budget) {
+  while (l.bytes + class_bytes(k) > l.budget) {
     if (!evict_one(l, k)) {
       std::free(block);
       return;
     }
   }
-  auto* f = static_cast<FreeBlock*>(block);
-  f->next = l.head[k];
-  l.head[k] = f;
-  l.bytes += bytes;
+  link(l, static_cast<FreeBlock*>(block), k);
+}
+
+[[maybe_unused]] inline void push(void* block, std::size_t k) noexcept {
+  Lists& l = t_lists;
+  if (l.state == Lists::open && l.bytes + class_bytes(k) <= l.budget) [[likely]]
+    return link(l, static_cast<FreeBlock*>(block), k);
+  push_slow(block, k);
+}
+
+// The bytes an unsized delete may reuse. glibc keeps a block's chunk size in the word just before it,
+// with three flag bits below (malloc/malloc.c: PREV_INUSE 1, IS_MMAPPED 2, NON_MAIN_ARENA 4), and an
+// in-use block of an ordinary chunk holds the chunk size less that one word. malloc_usable_size() reads
+// the same word but also the next chunk's header, to see the block is in use: a line nobody else
+// touches while a coroutine frame is freed, and the commonest cache miss per h2 request
+// (bench/README.md, "Unsized frees"). The layout is checked against malloc_usable_size() once per
+// process, on blocks of several sizes; if it ever differs, malloc_usable_size() is what is used.
+enum class Layout : unsigned char { unchecked, header, library };
+constinit std::atomic<Layout> g_layout{Layout::unchecked};
+
+constexpr std::size_t kWord = sizeof(std::size_t);
+constexpr std::size_t kIsMmapped = 2;
+
+std::size_t header_word(void* block) noexcept {
+  // Through an integer: the word lies before the block, outside anything the compiler may assume it
+  // knows the bounds of.
+  return *reinterpret_cast<const std::size_t*>(reinterpret_cast<std::uintptr_t>(block) - kWord);
+}
+
+std::size_t usable_from_header(std::size_t word) noexcept { return (word & ~std::size_t{7}) - kWord; }
+
+[[gnu::cold, gnu::noinline]] Layout check_layout() noexcept {
+  Layout layout = Layout::header;
+  for (std::size_t size : {1, 24, 100, 500, 2000}) {
+    void* block = std::malloc(size);
+    if (!block) return Layout::library;  // ask again another time
+    const std::size_t word = header_word(block);
+    if ((word & kIsMmapped) != 0 || usable_from_header(word) != malloc_usable_size(block)) layout = Layout::library;
+    std::free(block);
+  }
+  g_layout.store(layout, std::memory_order_relaxed);
+  return layout;
+}
+
+[[maybe_unused]] std::size_t usable_size(void* block) noexcept {
+  Layout layout = g_layout.load(std::memory_order_relaxed);
+  if (layout == Layout::unchecked) layout = check_layout();
+  if (layout == Layout::header) {
+    const std::size_t word = header_word(block);
+    if ((word & kIsMmapped) == 0) return usable_from_header(word);
+  }
+  return malloc_usable_size(block);
 }
 
 }  // namespace
 
-void* try_allocate(std::size_t size) noexcept {
+namespace {
+
+[[gnu::always_inline]] inline void* take(std::size_t size) noexcept {
 #if SLUICE_THREAD_CACHE
   if (size <= kLargestCachedBlock) {
     const std::size_t k = class_of(size);
     Lists& l = t_lists;
     if (FreeBlock* f = l.head[k]) {
       l.head[k] = f->next;
+      note_popped(l, k);
       l.bytes -= class_bytes(k);
       return f;
     }
@@ -140,13 +225,23 @@ void* try_allocate(std::size_t size) noexcept {
   return std::malloc(size == 0 ? 1 : size);
 }
 
-void* allocate(std::size_t size) {
+[[gnu::noinline]] void* allocate_after_new_handler(std::size_t size) {
   for (;;) {
-    if (void* p = try_allocate(size)) return p;
     std::new_handler handler = std::get_new_handler();
     if (!handler) throw std::bad_alloc();
     handler();
+    if (void* p = take(size)) return p;
   }
+}
+
+}  // namespace
+
+void* try_allocate(std::size_t size) noexcept { return take(size); }
+
+void* allocate(std::size_t size) {
+  if (void* p = take(size)) [[likely]]
+    return p;
+  return allocate_after_new_handler(size);
 }
 
 void deallocate(void* block, [[maybe_unused]] std::size_t size) noexcept {
@@ -163,8 +258,8 @@ void deallocate(void* block, [[maybe_unused]] std::size_t size) noexcept {
 void deallocate(void* block) noexcept {
   if (!block) return;
 #if SLUICE_THREAD_CACHE
-  // The class whose size this block can hold: glibc's usable size is at least what was asked.
-  const std::size_t usable = malloc_usable_size(block);
+  // The class whose size this block can hold: its usable size is at least what was asked.
+  const std::size_t usable = usable_size(block);
   if (usable >= kGranule && usable / kGranule - 1 < kClasses) {
     push(block, usable / kGranule - 1);
     return;

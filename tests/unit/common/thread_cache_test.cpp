@@ -3,6 +3,7 @@
 #include "common/thread_cache.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -47,6 +48,21 @@ TEST_F(ThreadCache, ABlockGrownByReallocIsKeptInAClassItCanHold) {
   void* again = allocate(700);
   EXPECT_EQ(again, p);
   deallocate(again, 700);
+}
+
+TEST_F(ThreadCache, AnUnsizedFreeFilesEveryBlockUnderTheClassItsUsableSizeCanHold) {
+  // Unsized frees read the block's size from malloc's chunk header; this checks that against
+  // malloc_usable_size() for every size the lists hold, blocks from malloc itself included.
+  for (std::size_t size = 1; size <= kLargestCachedBlock; ++size) {
+    void* block = std::malloc(size);
+    ASSERT_NE(block, nullptr);
+    const std::size_t usable = malloc_usable_size(block);
+    const std::size_t before = cached_bytes();
+    deallocate(block);
+    const std::size_t expected = usable / 16 * 16 <= kLargestCachedBlock ? usable / 16 * 16 : 0;
+    ASSERT_EQ(cached_bytes() - before, expected) << "size " << size << ", usable " << usable;
+    release_thread_cache();
+  }
 }
 
 TEST_F(ThreadCache, LargeBlocksGoStraightToMalloc) {
