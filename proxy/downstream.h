@@ -8,6 +8,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "proxy/asio.h"
+#include "proxy/send_now.h"
 #include "proxy/tls_socket.h"
 
 namespace sluice::proxy {
@@ -30,6 +31,7 @@ class Downstream {
   Downstream& operator=(Downstream&&) = default;
 
   bool is_tls() const { return tls_ != nullptr; }
+  TlsStream* tls() { return tls_.get(); }
   tcp::socket& socket() { return tls_ ? tls_->next_layer() : plain_; }
   const tcp::socket& socket() const { return tls_ ? tls_->next_layer() : plain_; }
   executor_type get_executor() { return plain_.get_executor(); }
@@ -73,7 +75,10 @@ class Downstream {
   std::shared_ptr<ssl::context> context_;
 };
 
-// The TCP socket a Downstream writes to directly (send_now.h), or null over TLS.
-inline tcp::socket* plain_tcp(Downstream& d) { return d.is_tls() ? nullptr : &d.socket(); }
+// send_now() (send_now.h) on either kind of connection: over TLS, the records OpenSSL writes now.
+template <class ConstBuffers>
+std::size_t send_now(Downstream& down, const ConstBuffers& buffers, error_code& ec) {
+  return down.tls() ? down.tls()->write_now(buffers, ec) : send_now(down.socket(), buffers, ec);
+}
 
 }  // namespace sluice::proxy

@@ -45,17 +45,14 @@ std::size_t send_now(tcp::socket& socket, const ConstBuffers& buffers, error_cod
 }
 
 // The rest of a write send_now() began: `buffers` past the first `sent` bytes (they stay valid until it
-// returns), once the socket has room.
-template <class ConstBuffers>
-asio::awaitable<error_code> write_rest(tcp::socket& socket, const ConstBuffers& buffers, std::size_t sent) {
+// returns), once the stream has room.
+template <class Stream, class ConstBuffers>
+asio::awaitable<error_code> write_rest(Stream& stream, const ConstBuffers& buffers, std::size_t sent) {
   beast::buffers_suffix<ConstBuffers> rest(buffers);
   rest.consume(sent);
-  auto [ec, n] = co_await asio::async_write(socket, rest, use_nothrow);
+  auto [ec, n] = co_await asio::async_write(stream, rest, use_nothrow);
   (void)n;
   co_return ec;
 }
-
-// The TCP socket a stream writes to directly, or null when its bytes go through a layer (TLS).
-inline tcp::socket* plain_tcp(tcp::socket& socket) { return &socket; }
 
 }  // namespace sluice::proxy

@@ -14,6 +14,7 @@
 
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream_base.hpp>
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -65,6 +66,31 @@ class TlsSocket {
               std::move(handler));
         },
         token);
+  }
+
+  // Writes as much of `buffers` as the socket takes now, never waiting (send_now.h's rule over TLS):
+  // the count of bytes written, which is less than the whole when the socket filled up, or 0 with `ec`
+  // set when the connection failed. A record OpenSSL could only partly send stays with it: the next
+  // write must offer the same bytes again, as write_rest() does.
+  template <class ConstBuffers>
+  std::size_t write_now(const ConstBuffers& buffers, error_code& ec) {
+    ec = {};
+    beast::buffers_suffix<ConstBuffers> rest(buffers);
+    std::size_t total = 0;
+    while (true) {
+      const asio::const_buffer b = gather(rest);
+      if (b.size() == 0) return total;
+      std::size_t n = 0;
+      ERR_clear_error();
+      const int rv = SSL_write_ex(ssl_, b.data(), b.size(), &n);
+      if (rv != 1) {
+        const int reason = SSL_get_error(ssl_, rv);
+        if (reason != SSL_ERROR_WANT_WRITE && reason != SSL_ERROR_WANT_READ) ec = failure(rv);
+        return ec ? 0 : total;
+      }
+      total += n;
+      rest.consume(n);
+    }
   }
 
   // void(error_code, std::size_t): some leading bytes of `buffers` (a partial write is whole records).

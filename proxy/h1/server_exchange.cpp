@@ -20,14 +20,9 @@ asio::awaitable<error_code> Connection::write_all(std::string_view bytes) {
 
 template <class ConstBuffers>
 asio::awaitable<error_code> Connection::write_buffers(const ConstBuffers& buffers) {
-  if (tcp::socket* plain = plain_tcp(down_)) {  // at once when the socket takes it all (see send_now.h)
-    error_code ec;
-    if (const std::size_t sent = send_now(*plain, buffers, ec); !ec && sent < asio::buffer_size(buffers))
-      ec = co_await write_rest(*plain, buffers, sent);
-    co_return ec;
-  }
-  auto [ec, n] = co_await asio::async_write(down_, buffers, use_nothrow);
-  (void)n;
+  error_code ec;  // at once when the socket takes it all (see send_now.h)
+  if (const std::size_t sent = send_now(down_, buffers, ec); !ec && sent < asio::buffer_size(buffers))
+    ec = co_await write_rest(down_, buffers, sent);
   co_return ec;
 }
 

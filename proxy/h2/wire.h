@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -178,22 +179,18 @@ asio::awaitable<error_code> Wire::write_loop(Socket& socket, bool contiguous, St
       gather_.emplace_back(p.ring ? p.ring + p.offset : frames_.data() + p.offset, p.size);
     error_code ec;
     writing_ = true;
+    std::span<const asio::const_buffer> pieces(gather_);
+    asio::const_buffer whole;
     if (contiguous && gather_.size() > 1) {
       flat_.resize(batch_bytes_);
       asio::buffer_copy(asio::buffer(flat_), gather_);
-      auto [wec, n] = co_await asio::async_write(socket, asio::buffer(flat_), use_nothrow);
-      (void)n;
-      ec = wec;
-    } else if (tcp::socket* plain = plain_tcp(socket)) {
-      // Most batches fit the socket's buffer: written now, the loop goes on without a trip through the
-      // scheduler.
-      const std::size_t sent = send_now(*plain, gather_, ec);
-      if (!ec && sent < batch_bytes_) ec = co_await write_rest(*plain, gather_, sent);
-    } else {
-      auto [wec, n] = co_await asio::async_write(socket, gather_, use_nothrow);
-      (void)n;
-      ec = wec;
+      whole = asio::buffer(flat_);
+      pieces = std::span<const asio::const_buffer>(&whole, 1);
     }
+    // Most batches fit the socket's buffer: written now, the loop goes on without a trip through the
+    // scheduler (send_now.h).
+    if (const std::size_t sent = send_now(socket, pieces, ec); !ec && sent < batch_bytes_)
+      ec = co_await write_rest(socket, pieces, sent);
     writing_ = false;
     written();
     if (on_progress) on_progress();
