@@ -259,6 +259,7 @@ asio::awaitable<void> Forwarding::respond() {
     up_->consume_body(data.size());
     record_.response_bytes += data.size();
     deadline_.wrote();
+    if (up_->body_ended()) break;
   }
   static const FieldList kNone;
   if (!ec) ec = co_await down_.end_body(body.kind == BodyKind::none ? kNone : up_->trailers());
@@ -408,7 +409,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
     auto answer = co_await answer_health_check(worker, probe, req);
     record.status = static_cast<int>(answer.status);
     co_await down.send_local(answer);
-    co_await down.flushed();
+    if (!down.is_flushed()) co_await down.flushed();
     if (config.probe_request_log) log_exchange(worker, record, &req);
     co_return;
   }
@@ -422,7 +423,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
       co_await f.run();
     }
     // The exchange counts until the client has the whole response (or is gone).
-    co_await down.flushed();
+    if (!down.is_flushed()) co_await down.flushed();
   }
   if (span) worker.shared.tracer->end(*span, req, record, Clock::now());
   log_exchange(worker, record, &req);

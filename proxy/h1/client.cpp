@@ -158,6 +158,15 @@ asio::awaitable<BodyRead> ClientConnection::read_body() {
   co_return BodyRead{};
 }
 
+bool ClientConnection::body_ended() const {
+  if (cancelled_) return false;
+  switch (framing_) {
+    case Framing::none: return true;
+    case Framing::length: return remaining_ == 0;
+    default: return response_ && response_->is_done();  // read_body() hands over all it parsed
+  }
+}
+
 void ClientConnection::consume_body(std::size_t n) {
   if (framing_ != Framing::length) return;
   buffer_.consume(n);

@@ -28,6 +28,7 @@ class ClientConnection final : public ClientExchange {
   bool body_at_hand() const override { return buffer_.size() > 0; }
   asio::awaitable<BodyRead> read_body() override;
   void consume_body(std::size_t n) override;
+  bool body_ended() const override;
   const FieldList& trailers() override;
   RawBody raw_body_in() override;
   void raw_body_taken(std::size_t n) override { remaining_ -= n; }

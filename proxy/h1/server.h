@@ -49,7 +49,8 @@ class Connection final : private Watchdog::Target, public ConnectionHandle, publ
   void abort() override { aborted_ = true; }
   asio::awaitable<void> tunnel(tcp::socket& app, beast::flat_buffer& app_read,
                                Clock::time_point& last_activity) override;
-  asio::awaitable<void> flushed() override { co_return; }  // every write completes before it returns
+  bool is_flushed() const override { return true; }  // every write completes before it returns
+  asio::awaitable<void> flushed() override { co_return; }
   void cancel_io() override;
   void stop_reading() override;
   bool answers_mid_body() const override { return true; }  // and then closes the connection

@@ -115,6 +115,11 @@ void ClientStream::consume_body(std::size_t n) {
   connection_->consume(*state_, n);  // only now may the app send more
 }
 
+bool ClientStream::body_ended() const {
+  const auto& st = *state_;
+  return reading_.size() == 0 && st.body.size() == 0 && st.body_done && !st.cancelled;
+}
+
 const FieldList& ClientStream::trailers() { return state_->trailers; }
 
 void ClientStream::cancel() {

@@ -40,6 +40,7 @@ class ClientStream final : public ClientExchange {
   bool body_at_hand() const override;
   asio::awaitable<BodyRead> read_body() override;
   void consume_body(std::size_t n) override;
+  bool body_ended() const override;
   const FieldList& trailers() override;
   // Resets the stream (CANCEL) and wakes any wait on it with operation_aborted.
   void cancel() override;

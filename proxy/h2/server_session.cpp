@@ -318,7 +318,7 @@ void Session::launch(Stream& s) {
 asio::awaitable<void> Session::refuse(Stream& s, LocalAnswer answer) {
   s.record.status = static_cast<int>(answer.status);
   submit_local(s, answer);
-  co_await s.flushed();
+  if (!s.is_flushed()) co_await s.flushed();
   log_exchange(worker_, s.record);
 }
 

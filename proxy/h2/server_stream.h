@@ -38,6 +38,7 @@ class Stream final : public ServerExchange {
   asio::awaitable<void> send_local(const LocalAnswer& answer) override;
   void abort() override;
   asio::awaitable<void> tunnel(tcp::socket&, beast::flat_buffer&, Clock::time_point&) override { co_return; }
+  bool is_flushed() const override { return state == State::closed; }
   asio::awaitable<void> flushed() override {
     while (state != State::closed) co_await wake.wait();
   }

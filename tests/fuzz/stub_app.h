@@ -74,6 +74,7 @@ class StubExchange final : public ClientExchange {
     co_return BodyRead{error_code{}, asio::buffer(chunk.data(), std::min(chunk.size(), body_left_))};
   }
   void consume_body(std::size_t n) override { body_left_ -= std::min(n, body_left_); }
+  bool body_ended() const override { return body_left_ == 0; }
   const FieldList& trailers() override {
     static const FieldList with{{"grpc-status", "0"}, {"x-trailer", "done"}}, none;
     return has("trailers") ? with : none;

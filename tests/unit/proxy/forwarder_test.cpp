@@ -72,6 +72,7 @@ class FakeServer final : public ServerExchange {
   }
   void abort() override { aborted = true; }
   asio::awaitable<void> tunnel(tcp::socket&, beast::flat_buffer&, Clock::time_point&) override { co_return; }
+  bool is_flushed() const override { return true; }
   asio::awaitable<void> flushed() override { co_return; }
   void cancel_io() override { wake_.cancel(); }
   void stop_reading() override { wake_.cancel(); }
@@ -127,6 +128,7 @@ struct Script {
   FieldList trailers{{"grpc-status", "0"}};
   Staleness stale = Staleness::fresh;
   bool head_after_body = false;     // read_head waits until the request body has ended
+  bool knows_its_end = false;       // body_ended() says so after the last piece (else read_body does)
   // Splicing: the request body may go to `raw_out`; the response body (its length `raw_length`) comes
   // from `raw_in` instead of `body`.
   tcp::socket* raw_out = nullptr;
@@ -141,6 +143,7 @@ struct Seen {
   bool cancelled = false;
   bool released = false;
   bool ended = false;           // end_body came
+  int body_reads = 0;           // read_body calls
   std::uint64_t raw_taken = 0;  // spliced response bytes the forwarder reported
 };
 
@@ -198,6 +201,7 @@ class FakeClient final : public ClientExchange {
   }
   bool body_at_hand() const override { return false; }
   asio::awaitable<BodyRead> read_body() override {
+    ++seen_.body_reads;
     if (script_.raw_in) {  // the rest of a spliced body, when splicing stopped: the socket's end
       if (raw_remaining_ > 0) co_return BodyRead{http::error::partial_message, {}};
       co_return BodyRead{};
@@ -206,6 +210,7 @@ class FakeClient final : public ClientExchange {
     co_return BodyRead{};
   }
   void consume_body(std::size_t) override { ++next_; }
+  bool body_ended() const override { return script_.knows_its_end && !script_.raw_in && next_ >= script_.body.size(); }
   const FieldList& trailers() override { return script_.trailers; }
   void cancel() override {
     seen_.cancelled = true;
@@ -273,6 +278,7 @@ bool run_exchange(asio::io_context& io, const ProxyConfig& config, Connector& co
   WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
   worker.connector = &connector;
   bool done = false;
+  io.restart();  // a test may run several exchanges on one io_context
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
     co_await forward(worker, server);
     done = true;
@@ -335,6 +341,21 @@ TEST_P(ForwarderPolicy, RelaysHeadBodyAndTrailersBothWaysWithTheHeaderPolicy) {
   EXPECT_EQ(s.record.status, 200);
   EXPECT_EQ(s.record.request_bytes, 4u);
   EXPECT_EQ(s.record.response_bytes, 5u);
+}
+
+TEST_P(ForwarderPolicy, AResponseBodyTheCodecKnowsHasEndedIsFinishedWithoutAnotherRead) {
+  for (bool knows : {false, true}) {
+    SCOPED_TRACE(knows ? "the codec knows its end" : "read_body gives the end");
+    connector.seen_list.clear();
+    auto s = server();
+    connector.scripts.push_back({.body = {"hel", "lo"}, .knows_its_end = knows});
+    run(s);
+    EXPECT_EQ(s.body, "hello");
+    EXPECT_EQ(s.trailers, (FieldList{{"grpc-status", "0"}}));
+    EXPECT_TRUE(s.ended);
+    EXPECT_EQ(s.record.response_bytes, 5u);
+    EXPECT_EQ(connector.seen_list.front().body_reads, knows ? 2 : 3);
+  }
 }
 
 TEST_P(ForwarderPolicy, AStaleConnectionIsRetriedOnceOnAVerifiedOneForAnIdempotentRequest) {
