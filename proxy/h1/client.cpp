@@ -13,7 +13,6 @@
 
 #include "proxy/h1/strict.h"
 #include "proxy/listen.h"
-#include "proxy/send_now.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -48,10 +47,8 @@ asio::awaitable<error_code> ClientConnection::send_head(const UpstreamRequest& r
   failure_ = {};
   got_response_bytes_ = false;
   std::array<asio::const_buffer, 2> first{asio::buffer(head_), body.value_or(asio::const_buffer{})};
-  // Written at once when the socket takes it all, as nearly every request head is (see send_now.h).
-  error_code ec;
-  if (const std::size_t sent = send_now(socket_, first, ec); !ec && sent < asio::buffer_size(first))
-    ec = co_await write_rest(socket_, first, sent);
+  auto [ec, n] = co_await asio::async_write(socket_, first, use_nothrow);
+  (void)n;
   failure_ = ec;
   co_return ec;
 }
@@ -67,10 +64,8 @@ asio::awaitable<error_code> ClientConnection::write_body(asio::const_buffer data
   }
   bufs[count++] = data;
   if (chunked_request_) bufs[count++] = asio::buffer("\r\n", 2);
-  const std::span<const asio::const_buffer> pieces(bufs.data(), count);
-  error_code ec;
-  if (const std::size_t sent = send_now(socket_, pieces, ec); !ec && sent < asio::buffer_size(pieces))
-    ec = co_await write_rest(socket_, pieces, sent);
+  auto [ec, written] = co_await asio::async_write(socket_, std::span(bufs.data(), count), use_nothrow);
+  (void)written;
   co_return ec;
 }
 
@@ -80,9 +75,9 @@ asio::awaitable<error_code> ClientConnection::end_body(const FieldList& trailers
     std::string tail = "0\r\n";
     for (const auto& [name, value] : trailers) tail += name + ": " + value + "\r\n";
     tail += "\r\n";
-    const asio::const_buffer whole = asio::buffer(tail);
-    if (const std::size_t sent = send_now(socket_, whole, ec); !ec && sent < whole.size())
-      ec = co_await write_rest(socket_, whole, sent);
+    auto [wec, n] = co_await asio::async_write(socket_, asio::buffer(tail), use_nothrow);
+    (void)n;
+    ec = wec;
   }
   if (!ec) request_done_ = true;
   co_return ec;
