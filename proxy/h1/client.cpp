@@ -47,6 +47,9 @@ asio::awaitable<error_code> ClientConnection::send_head(const UpstreamRequest& r
   failure_ = {};
   got_response_bytes_ = false;
   std::array<asio::const_buffer, 2> first{asio::buffer(head_), body.value_or(asio::const_buffer{})};
+  // Not send_now() (tried twice, bench/README.md): the response read would then start before the app can
+  // have answered, and its speculative recv fail, a syscall more per request than the write's posted
+  // completion costs.
   auto [ec, n] = co_await asio::async_write(socket_, first, use_nothrow);
   (void)n;
   failure_ = ec;
