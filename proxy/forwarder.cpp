@@ -131,6 +131,8 @@ Failure Forwarding::classify(Failure upstream_failure) const {
 
 asio::awaitable<void> Forwarding::fail(Failure f, error_code ec) {
   f = classify(f);
+  // A failure of the client's body names the body's error, not the app side's cancellation it caused.
+  if (f == Failure::bad_request_body) ec = request_error_;
   up_.reset();  // abandons the upstream exchange (connection closed, stream reset)
   if (f == Failure::client_gone) {
     record_.status = kClientClosedRequest;

@@ -40,6 +40,7 @@ class FakeServer final : public ServerExchange {
   bool is_tls() const override { return false; }
   asio::awaitable<BodyRead> read_body() override {
     if (next_ < body_.size()) co_return BodyRead{error_code{}, asio::buffer(body_[next_])};
+    if (body_error_) co_return BodyRead{body_error_, {}};
     if (hold_body_) {  // a client that never sends the rest
       co_await wake_.async_wait(use_nothrow);
       co_return BodyRead{asio::error::operation_aborted, {}};
@@ -47,7 +48,10 @@ class FakeServer final : public ServerExchange {
     co_return BodyRead{};
   }
   void consume_body(std::size_t) override { ++next_; }
-  std::optional<asio::const_buffer> body_in_hand() override { return std::nullopt; }
+  std::optional<asio::const_buffer> body_in_hand() override {
+    if (in_hand_.empty()) return std::nullopt;
+    return asio::buffer(in_hand_);
+  }
   FieldList request_trailers() override { return {{"x-req-trailer", "1"}}; }
   asio::awaitable<error_code> send_interim(const http::response_header<>& head) override {
     interims.push_back(head.result_int());
@@ -79,6 +83,13 @@ class FakeServer final : public ServerExchange {
   bool answers_mid_body() const override { return !h2_like_; }
 
   void hold_body() { hold_body_ = true; }
+  // The body's framing breaks after the pieces given (a bad chunk, a cut connection).
+  void fail_body(error_code ec) { body_error_ = ec; }
+  // The whole body of a declared length came with the head (a small upload).
+  void whole_body(std::string bytes) {
+    info_ = {.kind = BodyKind::length, .content_length = bytes.size()};
+    in_hand_ = std::move(bytes);
+  }
   // Splicing: the request body's `n` bytes come from `in`; the response may go to `out`.
   void splice_request(tcp::socket& in, std::uint64_t n) {
     raw_in_ = &in;
@@ -113,6 +124,8 @@ class FakeServer final : public ServerExchange {
   std::vector<std::string> body_;
   std::size_t next_ = 0;
   bool hold_body_ = false;
+  error_code body_error_;
+  std::string in_hand_;
   asio::steady_timer wake_;
   tcp::socket* raw_in_ = nullptr;
   std::uint64_t raw_remaining_ = 0;
@@ -129,6 +142,7 @@ struct Script {
   Staleness stale = Staleness::fresh;
   bool head_after_body = false;     // read_head waits until the request body has ended
   bool knows_its_end = false;       // body_ended() says so after the last piece (else read_body does)
+  bool hang_after_body = false;     // after the pieces, read_body waits until cancelled (a stalled app)
   // Splicing: the request body may go to `raw_out`; the response body (its length `raw_length`) comes
   // from `raw_in` instead of `body`.
   tcp::socket* raw_out = nullptr;
@@ -207,6 +221,10 @@ class FakeClient final : public ClientExchange {
       co_return BodyRead{};
     }
     if (next_ < script_.body.size()) co_return BodyRead{error_code{}, asio::buffer(script_.body[next_])};
+    if (script_.hang_after_body) {
+      if (!seen_.cancelled) co_await wake_.async_wait(use_nothrow);
+      co_return BodyRead{asio::error::operation_aborted, {}};
+    }
     co_return BodyRead{};
   }
   void consume_body(std::size_t) override { ++next_; }
@@ -470,6 +488,117 @@ TEST_P(ForwarderPolicy, ABodyPastTheLimitIs413OrAResetWhereAnAnswerCannotGoMidBo
     EXPECT_EQ(s.local->status, 413u);
     EXPECT_TRUE(s.local->close);
   }
+}
+
+TEST_P(ForwarderPolicy, AStaleConnectionIsRetriedAtMostOnce) {
+  auto s = server("GET");
+  for (int i = 0; i < 2; ++i)
+    connector.scripts.push_back({.head_error = asio::error::connection_reset, .stale = stale_kind()});
+  run(s);
+  EXPECT_EQ(connector.verified.size(), 2u);
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 502u);
+  EXPECT_EQ(s.record.status, 502);
+}
+
+TEST_P(ForwarderPolicy, AStreamedBodyIsNeverSentTwiceEvenForAnIdempotentMethod) {
+  // Its first bytes may have reached the app and are gone from the client's side: no second attempt.
+  auto s = server("PUT", {"ab", "cd"});
+  connector.scripts.push_back({.head_error = asio::error::connection_reset, .stale = stale_kind(),
+                               .head_after_body = true});
+  run(s);
+  ASSERT_EQ(connector.verified.size(), 1u);
+  EXPECT_TRUE(connector.verified[0]);  // so it never takes an unchecked pooled connection
+  EXPECT_EQ(connector.seen_list.front().body, "abcd");
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 502u);
+}
+
+TEST_P(ForwarderPolicy, AWholeBodyThatCameWithTheHeadGoesAgainOnTheRetryAndCountsOnce) {
+  connector.pooled = true;
+  auto s = server("PUT");
+  s.whole_body("payload");
+  connector.scripts.push_back({.head_error = asio::error::connection_reset, .stale = stale_kind()});
+  run(s);
+  ASSERT_EQ(connector.seen_list.size(), 2u);
+  EXPECT_FALSE(connector.verified[0]);  // replayable: the pooled connection is taken unchecked
+  EXPECT_EQ(connector.seen_list[0].body, "payload");
+  EXPECT_EQ(connector.seen_list[1].body, "payload");
+  EXPECT_EQ(s.status, 200u);
+  EXPECT_EQ(s.record.request_bytes, 7u);
+}
+
+TEST_P(ForwarderPolicy, TheIdleDeadlineBeforeTheResponseIs504AndCancelsTheApp) {
+  config.timeouts.idle = 50ms;
+  auto s = server();
+  connector.scripts.push_back({.hang = true});
+  run(s);
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 504u);
+  EXPECT_EQ(s.record.status, 504);
+  EXPECT_TRUE(connector.seen_list.front().cancelled);
+}
+
+TEST_P(ForwarderPolicy, ADeadlineAfterTheResponseStartedCutsItKeepsItsStatusAndCancelsTheApp) {
+  for (bool idle : {true, false}) {
+    SCOPED_TRACE(idle ? "the idle deadline" : "the request deadline");
+    config.timeouts = {};
+    (idle ? config.timeouts.idle : config.timeouts.request) = 100ms;
+    connector.seen_list.clear();
+    auto s = server();
+    connector.scripts.push_back({.body = {"hel"}, .hang_after_body = true});
+    run(s);
+    EXPECT_EQ(s.status, 200u);
+    EXPECT_EQ(s.body, "hel");
+    EXPECT_TRUE(s.aborted);  // the client sees the body end early
+    EXPECT_FALSE(s.ended);
+    EXPECT_FALSE(s.local);
+    EXPECT_EQ(s.record.status, 200);
+    EXPECT_EQ(s.record.response_bytes, 3u);
+    EXPECT_TRUE(connector.seen_list.front().cancelled);
+    EXPECT_FALSE(connector.seen_list.front().released);
+  }
+}
+
+TEST_P(ForwarderPolicy, ADeclaredLengthPastTheLimitIs413BeforeTheAppIsAsked) {
+  config.limits.max_body_bytes = 3;
+  auto s = server("POST");
+  s.whole_body("too long");
+  run(s);
+  EXPECT_TRUE(connector.verified.empty());  // no connection was taken or opened
+  EXPECT_EQ(connector.opened, 0);
+  ASSERT_TRUE(s.local);  // nothing was read yet: an answer can go on either protocol
+  EXPECT_EQ(s.local->status, 413u);
+  EXPECT_EQ(s.record.status, 413);
+}
+
+TEST_P(ForwarderPolicy, ABrokenRequestBodyIs400NamingItsErrorAndTheAppIsCancelled) {
+  auto s = server("POST", {"ab"});
+  s.fail_body(http::error::bad_chunk);
+  connector.scripts.push_back({.head_after_body = true});
+  run(s);
+  ASSERT_TRUE(s.local);
+  EXPECT_EQ(s.local->status, 400u);
+  EXPECT_EQ(s.local->body, "bad request: " + error_code(http::error::bad_chunk).message());
+  EXPECT_TRUE(s.local->close);
+  EXPECT_EQ(s.record.status, 400);
+  EXPECT_TRUE(connector.seen_list.front().cancelled);
+  EXPECT_EQ(connector.verified.size(), 1u);  // not retried
+}
+
+TEST_P(ForwarderPolicy, AClientThatLeavesMidBodyIs499AndTheAppIsCancelled) {
+  auto s = server("POST", {"ab"});
+  s.hold_body();
+  connector.scripts.push_back({.head_after_body = true});
+  asio::steady_timer leave(io, 20ms);
+  leave.async_wait([&](error_code) { s.watcher->client_gone(); });
+  run(s);
+  EXPECT_FALSE(s.local);
+  EXPECT_TRUE(s.aborted);
+  EXPECT_EQ(s.record.status, kClientClosedRequest);
+  EXPECT_EQ(s.record.request_bytes, 2u);
+  EXPECT_TRUE(connector.seen_list.front().cancelled);
+  EXPECT_FALSE(connector.seen_list.front().released);
 }
 
 // Bodies the codecs offer to splice (HTTP/1.1 on both sides, Content-Length): real loopback sockets stand
