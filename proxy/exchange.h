@@ -134,6 +134,12 @@ class ServerExchange {
                                                 bool more_soon) = 0;
   virtual asio::awaitable<error_code> write_body(asio::const_buffer data) = 0;
   virtual asio::awaitable<error_code> end_body(const FieldList& trailers) = 0;
+  // The same three done at once, when the codec needs no wait for them (an HTTP/2 stream whose buffer has
+  // room): true with the outcome in `ec`; false having done nothing, and the awaitable form is used. They
+  // spare a coroutine frame per call; a codec whose writes may always wait keeps these defaults.
+  virtual bool send_head_now(const http::response_header<>&, BodyInfo, bool, error_code&) { return false; }
+  virtual bool write_body_now(asio::const_buffer, error_code&) { return false; }
+  virtual bool end_body_now(const FieldList&, error_code&) { return false; }
   // Splicing: the client's socket, when the response body's bytes may be written to it directly (no TLS,
   // no framing to add, the head already sent); null otherwise.
   virtual tcp::socket* raw_body_out() { return nullptr; }

@@ -221,7 +221,9 @@ asio::awaitable<void> Forwarding::respond() {
   BodyInfo body = upgraded ? BodyInfo{} : up_->response_body();
   deadline_.response_started();
   response_started_ = true;
-  error_code ec = co_await down_.send_head(head, body, up_->body_at_hand());
+  error_code ec;
+  if (!down_.send_head_now(head, body, up_->body_at_hand(), ec))
+    ec = co_await down_.send_head(head, body, up_->body_at_hand());
   if (!ec && upgraded) {
     beast::flat_buffer* already = nullptr;
     if (tcp::socket* app = up_->tunnel_socket(already)) {
@@ -256,7 +258,7 @@ asio::awaitable<void> Forwarding::respond() {
       break;
     }
     if (data.size() == 0) break;
-    ec = co_await down_.write_body(data);
+    if (!down_.write_body_now(data, ec)) ec = co_await down_.write_body(data);
     if (ec) break;
     up_->consume_body(data.size());
     record_.response_bytes += data.size();
@@ -264,7 +266,10 @@ asio::awaitable<void> Forwarding::respond() {
     if (up_->body_ended()) break;
   }
   static const FieldList kNone;
-  if (!ec) ec = co_await down_.end_body(body.kind == BodyKind::none ? kNone : up_->trailers());
+  if (!ec) {
+    const FieldList& trailers = body.kind == BodyKind::none ? kNone : up_->trailers();
+    if (!down_.end_body_now(trailers, ec)) ec = co_await down_.end_body(trailers);
+  }
   if (ec) {
     if (upstream_failed_ && !client_went_away(ec))
       log::warn("response relay failed").kv("error", ec.message()).kv("request_id", record_.request_id);

@@ -53,15 +53,42 @@ asio::awaitable<error_code> Stream::send_interim(const http::response_header<>& 
   co_return error_code{};
 }
 
-asio::awaitable<error_code> Stream::send_head(const http::response_header<>& head, BodyInfo body, bool) {
-  if (state == State::closed) co_return error_code(asio::error::connection_reset);
+// Heads, trailers and body pieces that fit go to nghttp2 at once: only a full send queue waits.
+bool Stream::send_head_now(const http::response_header<>& head, BodyInfo body, bool, error_code& ec) {
+  if (state == State::closed) {
+    ec = asio::error::connection_reset;
+    return true;
+  }
   const bool with_body = body.kind != BodyKind::none;
   if (!with_body) {
     out->done = true;
     state = State::responded;
   }
   session.submit_head(*this, head, with_body, false);
-  co_return error_code{};
+  ec = {};
+  return true;
+}
+
+asio::awaitable<error_code> Stream::send_head(const http::response_header<>& head, BodyInfo body, bool more_soon) {
+  error_code ec;
+  send_head_now(head, body, more_soon, ec);
+  co_return ec;
+}
+
+bool Stream::write_body_now(asio::const_buffer data, error_code& ec) {
+  if (state == State::closed) {
+    ec = asio::error::connection_reset;
+    return true;
+  }
+  if (cancelled) {
+    ec = asio::error::operation_aborted;
+    return true;
+  }
+  if (out->room() < data.size()) return false;
+  out->append(data);
+  session.resume(*this);
+  ec = {};
+  return true;
 }
 
 asio::awaitable<error_code> Stream::write_body(asio::const_buffer data) {
@@ -76,13 +103,23 @@ asio::awaitable<error_code> Stream::write_body(asio::const_buffer data) {
   co_return error_code{};
 }
 
-asio::awaitable<error_code> Stream::end_body(const FieldList& trailers) {
-  if (state == State::closed) co_return error_code(asio::error::connection_reset);
+bool Stream::end_body_now(const FieldList& trailers, error_code& ec) {
+  if (state == State::closed) {
+    ec = asio::error::connection_reset;
+    return true;
+  }
   out->trailers = trailers;
   out->done = true;
   state = State::responded;
   session.resume(*this);
-  co_return error_code{};
+  ec = {};
+  return true;
+}
+
+asio::awaitable<error_code> Stream::end_body(const FieldList& trailers) {
+  error_code ec;
+  end_body_now(trailers, ec);
+  co_return ec;
 }
 
 asio::awaitable<void> Stream::send_local(const LocalAnswer& answer) {

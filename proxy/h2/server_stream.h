@@ -35,6 +35,9 @@ class Stream final : public ServerExchange {
   asio::awaitable<error_code> send_head(const http::response_header<>& head, BodyInfo body, bool more_soon) override;
   asio::awaitable<error_code> write_body(asio::const_buffer data) override;
   asio::awaitable<error_code> end_body(const FieldList& trailers) override;
+  bool send_head_now(const http::response_header<>& head, BodyInfo body, bool more_soon, error_code& ec) override;
+  bool write_body_now(asio::const_buffer data, error_code& ec) override;
+  bool end_body_now(const FieldList& trailers, error_code& ec) override;
   asio::awaitable<void> send_local(const LocalAnswer& answer) override;
   void abort() override;
   asio::awaitable<void> tunnel(tcp::socket&, beast::flat_buffer&, Clock::time_point&) override { co_return; }

@@ -18,7 +18,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The client's side. `h2_like`: a refusal mid-body resets the exchange instead of answering.
+// The client's side. `h2_like`: a refusal mid-body resets the exchange instead of answering, and the
+// response is taken at once (the *_now forms) instead of through the awaitable ones.
 class FakeServer final : public ServerExchange {
  public:
   FakeServer(const asio::any_io_executor& ex, bool h2_like, std::string method = "GET",
@@ -69,6 +70,26 @@ class FakeServer final : public ServerExchange {
     trailers = t;
     ended = true;
     co_return error_code{};
+  }
+  // An HTTP/2-like side takes the response at once, as an h2 stream with room in its send queue does.
+  bool send_head_now(const http::response_header<>& head, BodyInfo, bool, error_code& ec) override {
+    if (!h2_like_) return false;
+    status = head.result_int();
+    ec = {};
+    return true;
+  }
+  bool write_body_now(asio::const_buffer data, error_code& ec) override {
+    if (!h2_like_) return false;
+    body.append(static_cast<const char*>(data.data()), data.size());
+    ec = {};
+    return true;
+  }
+  bool end_body_now(const FieldList& t, error_code& ec) override {
+    if (!h2_like_) return false;
+    trailers = t;
+    ended = true;
+    ec = {};
+    return true;
   }
   asio::awaitable<void> send_local(const LocalAnswer& a) override {
     local = a;
