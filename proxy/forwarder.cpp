@@ -1,20 +1,16 @@
-// The forwarder; see forwarder.h.
+// The forwarder's policy: admission, upstream choice, retry and failures (forwarding.h has the exchange's
+// state, forwarder_relay.cpp its heads and bodies); see forwarder.h.
 #include "proxy/forwarder.h"
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
-
-#include "common/log.h"
 #include "proxy/admission.h"
-#include "proxy/deadline.h"
-#include "proxy/failure.h"
 #include "proxy/field_value.h"
+#include "proxy/forwarding.h"
 #include "proxy/request_fields.h"
 #include "proxy/request_log.h"
-#include "proxy/splice.h"
 #include "proxy/telemetry/tracer.h"
-#include "proxy/worker_context.h"
 
 namespace sluice::proxy {
+namespace forwarding {
 namespace {
 
 bool is_idempotent(http::verb v) {
@@ -28,15 +24,6 @@ bool is_idempotent(http::verb v) {
     default: return false;
   }
 }
-
-bool client_went_away(error_code ec) {
-  return ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == http::error::end_of_stream || ec == http::error::partial_message;
-}
-
-// 1xx responses other than 101 are interim: 100 is swallowed (sluice answered the client's Expect
-// itself), the others (103 Early Hints) are passed on.
-bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
 
 // Fields only the request log reads are copied only when it is on; the strings keep their capacity.
 void begin_record(ExchangeRecord& r, const http::request_header<>& req, bool request_log) {
@@ -54,71 +41,7 @@ void begin_record(ExchangeRecord& r, const http::request_header<>& req, bool req
   copy(r.referer, field_value(req, http::field::referer));
 }
 
-// One exchange between admission and the end of its response.
-class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
- public:
-  Forwarding(WorkerContext& worker, ServerExchange& down)
-      : worker_(worker),
-        down_(down),
-        record_(down.record),
-        req_(down.request()),
-        deadline_(worker.watchdogs, worker.config.timeouts, down.record.start, *this) {
-    down_.watcher = this;
-  }
-  ~Forwarding() { down_.watcher = nullptr; }
-  Forwarding(const Forwarding&) = delete;
-  Forwarding& operator=(const Forwarding&) = delete;
-
-  asio::awaitable<void> run();
-
- private:
-  void client_gone() override {
-    if (response_complete_) return;  // it left after the whole response: nothing was lost
-    gone_ = true;
-    if (up_) up_->cancel();
-    down_.cancel_io();
-  }
-  void deadline_passed() override {
-    if (up_) up_->cancel();
-    down_.cancel_io();
-  }
-
-  asio::awaitable<void> answer(const LocalAnswer& a) {
-    record_.status = static_cast<int>(a.status);
-    record_.response_bytes = a.body.size() + (a.exact_body ? 0 : 1);
-    co_await down_.send_local(a);
-  }
-  // The exchange failed before its response started: the table says what the client gets.
-  asio::awaitable<void> fail(Failure f, error_code ec);
-  // Why the exchange failed before the response, from what the sides saw.
-  Failure classify(Failure upstream_failure) const;
-
-  asio::awaitable<error_code> receive_head();
-  // The splice (splice.h) for a body of which `in` is the rest, when both codecs and the configuration
-  // allow one (`out` is where it goes); null: copy it through the codecs.
-  BodySplice* splice_for(std::optional<BodySplice>& splice, const RawBody& in, const tcp::socket* out);
-  asio::awaitable<error_code> pump_request();
-  asio::awaitable<void> respond();
-  asio::awaitable<void> exchange_streaming();
-  void note_request_bytes(std::size_t n) { record_.request_bytes += n; }
-
-  WorkerContext& worker_;
-  ServerExchange& down_;
-  ExchangeRecord& record_;
-  http::request_header<>& req_;
-  ExchangeDeadline deadline_;
-  std::unique_ptr<ClientExchange> up_;
-  std::optional<BodySplice> request_splice_, response_splice_;
-  const http::response_header<>* head_ = nullptr;
-  Clock::time_point upstream_start_;
-  bool upgrade_ = false;
-  bool gone_ = false;
-  bool response_started_ = false;
-  bool response_complete_ = false;
-  bool request_complete_ = false;
-  bool upstream_failed_ = false;  // the app broke off (as opposed to the client or a deadline)
-  error_code request_error_;      // reading the client's body failed
-};
+}  // namespace
 
 Failure Forwarding::classify(Failure upstream_failure) const {
   if (gone_) return Failure::client_gone;
@@ -147,160 +70,6 @@ asio::awaitable<void> Forwarding::fail(Failure f, error_code ec) {
   // Named, not a temporary in the co_await expression: GCC 12 destroys such temporaries twice.
   auto a = failure_answer(f, ec);
   co_await answer(a);
-}
-
-// Reads response heads until the final one, passing interim ones on.
-asio::awaitable<error_code> Forwarding::receive_head() {
-  while (true) {
-    auto [ec, head] = co_await up_->read_head();
-    if (ec) {
-      upstream_failed_ = true;
-      co_return ec;
-    }
-    if (!is_interim(head->result_int())) {
-      head_ = head;
-      co_return error_code{};
-    }
-    if (head->result_int() == 100) continue;
-    if (auto wec = co_await down_.send_interim(*head)) co_return wec;
-  }
-}
-
-BodySplice* Forwarding::splice_for(std::optional<BodySplice>& splice, const RawBody& in, const tcp::socket* out) {
-  const auto min = worker_.config.splice_min_bytes;
-  if (!in.socket || !out || min == 0 || in.remaining < min) return nullptr;
-  if (!splice) splice.emplace(worker_.pipes);
-  return splice->ready() ? &*splice : nullptr;
-}
-
-// The client's body to the app, as it arrives; the end carries the client's trailers.
-asio::awaitable<error_code> Forwarding::pump_request() {
-  const auto max_body = worker_.config.limits.max_body_bytes;
-  while (true) {
-    // Spliced when it can be (its length is known, so max_body was checked at admission).
-    const RawBody in = down_.raw_body_in();
-    tcp::socket* out = in.socket ? up_->raw_body_out() : nullptr;
-    if (BodySplice* splice = splice_for(request_splice_, in, out)) {
-      auto r = co_await splice->move_some(*in.socket, *out, in.remaining);
-      if (r.moved) {
-        down_.raw_body_taken(r.moved);
-        note_request_bytes(r.moved);
-      }
-      if (r.read_error) {
-        request_error_ = r.read_error == asio::error::eof ? error_code(http::error::partial_message) : r.read_error;
-        if (up_) up_->cancel();
-        co_return request_error_;
-      }
-      if (r.write_error) co_return r.write_error;
-      continue;
-    }
-    auto [ec, data] = co_await down_.read_body();
-    if (!ec && max_body && record_.request_bytes + data.size() > max_body) ec = http::error::body_limit;
-    if (ec) {
-      request_error_ = ec;
-      if (up_) up_->cancel();  // the app must not wait for the rest
-      co_return ec;
-    }
-    if (data.size() == 0) break;
-    if (auto wec = co_await up_->write_body(data)) co_return wec;  // the app stopped reading
-    down_.consume_body(data.size());
-    note_request_bytes(data.size());
-  }
-  const FieldList trailers = down_.request_trailers();
-  auto ec = co_await up_->end_body(trailers);
-  if (!ec) request_complete_ = true;
-  co_return ec;
-}
-
-// The response, once its head is here: head, body and trailers to the client.
-asio::awaitable<void> Forwarding::respond() {
-  const auto& head = *head_;
-  const unsigned status = head.result_int();
-  record_.status = static_cast<int>(status);
-  const bool upgraded = upgrade_ && status == 101;
-  BodyInfo body = upgraded ? BodyInfo{} : up_->response_body();
-  deadline_.response_started();
-  response_started_ = true;
-  error_code ec;
-  if (!down_.send_head_now(head, body, up_->body_at_hand(), ec))
-    ec = co_await down_.send_head(head, body, up_->body_at_hand());
-  if (!ec && upgraded) {
-    beast::flat_buffer* already = nullptr;
-    if (tcp::socket* app = up_->tunnel_socket(already)) {
-      deadline_.tunnel();
-      co_await down_.tunnel(*app, *already, deadline_.last_write());
-    }
-    response_complete_ = false;  // the connection ended with the tunnel
-    co_return;
-  }
-  while (!ec && body.kind != BodyKind::none) {
-    const RawBody in = up_->raw_body_in();
-    tcp::socket* out = in.socket ? down_.raw_body_out() : nullptr;
-    if (BodySplice* splice = splice_for(response_splice_, in, out)) {
-      auto r = co_await splice->move_some(*in.socket, *out, in.remaining);
-      if (r.moved) {
-        up_->raw_body_taken(r.moved);
-        record_.response_bytes += r.moved;
-        deadline_.wrote();
-      }
-      if (r.read_error) {
-        ec = r.read_error == asio::error::eof ? error_code(http::error::partial_message) : r.read_error;
-        upstream_failed_ = !gone_ && !deadline_.passed();
-      } else {
-        ec = r.write_error;
-      }
-      continue;
-    }
-    auto [rec, data] = co_await up_->read_body();
-    if (rec) {
-      ec = rec;
-      upstream_failed_ = !gone_ && !deadline_.passed();
-      break;
-    }
-    if (data.size() == 0) break;
-    if (!down_.write_body_now(data, ec)) ec = co_await down_.write_body(data);
-    if (ec) break;
-    up_->consume_body(data.size());
-    record_.response_bytes += data.size();
-    deadline_.wrote();
-    if (up_->body_ended()) break;
-  }
-  static const FieldList kNone;
-  if (!ec) {
-    const FieldList& trailers = body.kind == BodyKind::none ? kNone : up_->trailers();
-    if (!down_.end_body_now(trailers, ec)) ec = co_await down_.end_body(trailers);
-  }
-  if (ec) {
-    if (upstream_failed_ && !client_went_away(ec))
-      log::warn("response relay failed").kv("error", ec.message()).kv("request_id", record_.request_id);
-    down_.abort();  // cut: the client sees the body end early
-    co_return;
-  }
-  response_complete_ = true;
-}
-
-// With a request body that streams: the body goes up while the response may already come down (an app
-// may answer early, or stream both ways at once); both are joined before the exchange ends.
-asio::awaitable<void> Forwarding::exchange_streaming() {
-  using namespace asio::experimental::awaitable_operators;
-  error_code head_ec;
-  auto response_side = [&]() -> asio::awaitable<void> {
-    head_ec = co_await receive_head();
-    if (head_ec) {
-      down_.stop_reading();  // the request body is not wanted any more
-      co_return;
-    }
-    co_await respond();
-    // The app answered without reading the whole body: stop reading it (the client's framing is now out
-    // of step, so its connection ends after this response).
-    if (!request_complete_) {
-      down_.stop_reading();
-      if (up_) up_->cancel();
-    }
-  };
-  auto request_side = [&]() -> asio::awaitable<void> { co_await pump_request(); };
-  co_await (request_side() && response_side());
-  if (head_ec) co_await fail(Failure::upstream, head_ec);
 }
 
 asio::awaitable<void> Forwarding::run() {
@@ -400,7 +169,7 @@ asio::awaitable<void> Forwarding::run() {
   }
 }
 
-}  // namespace
+}  // namespace forwarding
 
 void log_exchange(const WorkerContext& worker, const ExchangeRecord& record, const http::request_header<>* req) {
   if (worker.config.request_log) write_request_log(record, req, worker.config);
@@ -410,7 +179,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
   const auto& config = worker.config;
   auto& record = down.record;
   auto& req = down.request();
-  begin_record(record, req, config.request_log);
+  forwarding::begin_record(record, req, config.request_log);
   // Health checks are answered here, never forwarded, counted or queued (SPEC §3.1).
   if (auto probe = probe_kind_of(req); probe != ProbeKind::none) {
     auto answer = co_await answer_health_check(worker, probe, req);
@@ -426,7 +195,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
   {
     CountedExchange counted(worker, req, record);
     {
-      Forwarding f(worker, down);
+      forwarding::Forwarding f(worker, down);
       co_await f.run();
     }
     // The exchange counts until the client has the whole response (or is gone).

@@ -1,0 +1,86 @@
+// The forwarder's inside (see forwarder.h), shared by its two files: forwarder.cpp has the policy (admission,
+// upstream choice, retry, failures), forwarder_relay.cpp moves heads and bodies between the two codecs.
+#pragma once
+
+#include <optional>
+
+#include "proxy/deadline.h"
+#include "proxy/failure.h"
+#include "proxy/forwarder.h"
+#include "proxy/splice.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy::forwarding {
+
+inline bool client_went_away(error_code ec) {
+  return ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == http::error::end_of_stream || ec == http::error::partial_message;
+}
+
+// One exchange between admission and the end of its response.
+class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
+ public:
+  Forwarding(WorkerContext& worker, ServerExchange& down)
+      : worker_(worker),
+        down_(down),
+        record_(down.record),
+        req_(down.request()),
+        deadline_(worker.watchdogs, worker.config.timeouts, down.record.start, *this) {
+    down_.watcher = this;
+  }
+  ~Forwarding() { down_.watcher = nullptr; }
+  Forwarding(const Forwarding&) = delete;
+  Forwarding& operator=(const Forwarding&) = delete;
+
+  asio::awaitable<void> run();
+
+ private:
+  void client_gone() override {
+    if (response_complete_) return;  // it left after the whole response: nothing was lost
+    gone_ = true;
+    if (up_) up_->cancel();
+    down_.cancel_io();
+  }
+  void deadline_passed() override {
+    if (up_) up_->cancel();
+    down_.cancel_io();
+  }
+
+  asio::awaitable<void> answer(const LocalAnswer& a) {
+    record_.status = static_cast<int>(a.status);
+    record_.response_bytes = a.body.size() + (a.exact_body ? 0 : 1);
+    co_await down_.send_local(a);
+  }
+  // The exchange failed before its response started: the table says what the client gets.
+  asio::awaitable<void> fail(Failure f, error_code ec);
+  // Why the exchange failed before the response, from what the sides saw.
+  Failure classify(Failure upstream_failure) const;
+
+  asio::awaitable<error_code> receive_head();
+  // The splice (splice.h) for a body of which `in` is the rest, when both codecs and the configuration
+  // allow one (`out` is where it goes); null: copy it through the codecs.
+  BodySplice* splice_for(std::optional<BodySplice>& splice, const RawBody& in, const tcp::socket* out);
+  asio::awaitable<error_code> pump_request();
+  asio::awaitable<void> respond();
+  asio::awaitable<void> exchange_streaming();
+  void note_request_bytes(std::size_t n) { record_.request_bytes += n; }
+
+  WorkerContext& worker_;
+  ServerExchange& down_;
+  ExchangeRecord& record_;
+  http::request_header<>& req_;
+  ExchangeDeadline deadline_;
+  std::unique_ptr<ClientExchange> up_;
+  std::optional<BodySplice> request_splice_, response_splice_;
+  const http::response_header<>* head_ = nullptr;
+  Clock::time_point upstream_start_;
+  bool upgrade_ = false;
+  bool gone_ = false;
+  bool response_started_ = false;
+  bool response_complete_ = false;
+  bool request_complete_ = false;
+  bool upstream_failed_ = false;  // the app broke off (as opposed to the client or a deadline)
+  error_code request_error_;      // reading the client's body failed
+};
+
+}  // namespace sluice::proxy::forwarding
