@@ -193,6 +193,9 @@ class ClientExchange {
   virtual BodyInfo response_body() const = 0;  // of the final head
   virtual bool body_at_hand() const = 0;        // response body bytes arrived with the head
   virtual asio::awaitable<BodyRead> read_body() = 0;
+  // What read_body() gives, when it can give it without waiting (bytes at hand, the end, an error): true
+  // with `out` set; false having done nothing. Asked first, it spares a coroutine frame per piece.
+  virtual bool read_body_now(BodyRead& /*out*/) { return false; }
   virtual void consume_body(std::size_t n) = 0;
   // What read_body() would give now is the end: the body was consumed to its last byte (the forwarder
   // then ends the response without another read, a coroutine frame less per response).

@@ -116,7 +116,9 @@ asio::awaitable<void> Forwarding::respond() {
       }
       continue;
     }
-    auto [rec, data] = co_await up_->read_body();
+    BodyRead piece;
+    if (!up_->read_body_now(piece)) piece = co_await up_->read_body();
+    auto [rec, data] = piece;
     if (rec) {
       ec = rec;
       upstream_failed_ = !gone_ && !deadline_.passed();

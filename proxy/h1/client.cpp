@@ -122,23 +122,35 @@ BodyInfo ClientConnection::response_body() const {
   }
 }
 
+// Known length: raw bytes, no parsing; bytes past the body (there should be none) are not taken.
+bool ClientConnection::read_body_now(BodyRead& out) {
+  if (cancelled_) {
+    out = BodyRead{asio::error::operation_aborted, {}};
+    return true;
+  }
+  if (framing_ == Framing::none || (framing_ == Framing::length && remaining_ == 0)) {
+    out = BodyRead{};
+    return true;
+  }
+  if (framing_ != Framing::length || buffer_.size() == 0) return false;
+  pending_ = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), remaining_));
+  out = BodyRead{error_code{}, asio::buffer(buffer_.data().data(), pending_)};
+  return true;
+}
+
 asio::awaitable<BodyRead> ClientConnection::read_body() {
-  if (cancelled_) co_return BodyRead{asio::error::operation_aborted, {}};
-  if (framing_ == Framing::none) co_return BodyRead{};
-  if (framing_ == Framing::length) {
-    // Known length: raw bytes, no parsing; bytes past the body (there should be none) are not taken.
-    if (remaining_ == 0) co_return BodyRead{};
-    if (buffer_.size() == 0) {
-      auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, pool_.io_buffer_bytes()));
-      auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(want), use_nothrow);
-      if (ec) {
-        failure_ = ec == asio::error::eof ? error_code(http::error::partial_message) : ec;
-        co_return BodyRead{failure_, {}};
-      }
-      buffer_.commit(n);
+  BodyRead piece;
+  if (read_body_now(piece)) co_return piece;
+  if (framing_ == Framing::length) {  // nothing at hand: one read from the socket
+    auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, pool_.io_buffer_bytes()));
+    auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(want), use_nothrow);
+    if (ec) {
+      failure_ = ec == asio::error::eof ? error_code(http::error::partial_message) : ec;
+      co_return BodyRead{failure_, {}};
     }
-    pending_ = static_cast<std::size_t>(std::min<std::uint64_t>(buffer_.size(), remaining_));
-    co_return BodyRead{error_code{}, asio::buffer(buffer_.data().data(), pending_)};
+    buffer_.commit(n);
+    read_body_now(piece);
+    co_return piece;
   }
   // Chunked or until close: the parser finds the end (and the trailers). Beast sizes each socket read
   // by the buffer's free capacity, which the head left small: give it room for full-sized reads.

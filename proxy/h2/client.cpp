@@ -95,19 +95,29 @@ BodyInfo ClientStream::response_body() const {
 
 bool ClientStream::body_at_hand() const { return state_->body.size() > 0; }
 
-asio::awaitable<BodyRead> ClientStream::read_body() {
+bool ClientStream::read_body_now(BodyRead& out) {
   auto& st = *state_;
   if (reading_.size() == 0) {
-    while (st.body.size() == 0 && !st.body_done && !st.closed && !st.cancelled) co_await st.received.wait();
-    if (st.cancelled) co_return BodyRead{asio::error::operation_aborted, {}};
+    if (st.body.size() == 0 && !st.body_done && !st.closed && !st.cancelled) return false;  // must wait
+    if (st.cancelled) {
+      out = BodyRead{asio::error::operation_aborted, {}};
+      return true;
+    }
     if (st.body.size() == 0) {
-      if (st.body_done) co_return BodyRead{};
-      co_return BodyRead{st.failure ? st.failure : error_code(http::error::partial_message), {}};
+      out = st.body_done ? BodyRead{} : BodyRead{st.failure ? st.failure : error_code(http::error::partial_message), {}};
+      return true;
     }
     // The forwarder reads from a buffer the callbacks do not touch: DATA keeps arriving meanwhile.
     std::swap(st.body, reading_);
   }
-  co_return BodyRead{error_code{}, reading_.data()};
+  out = BodyRead{error_code{}, reading_.data()};
+  return true;
+}
+
+asio::awaitable<BodyRead> ClientStream::read_body() {
+  BodyRead piece;
+  while (!read_body_now(piece)) co_await state_->received.wait();
+  co_return piece;
 }
 
 void ClientStream::consume_body(std::size_t n) {

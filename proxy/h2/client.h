@@ -39,6 +39,7 @@ class ClientStream final : public ClientExchange {
   BodyInfo response_body() const override;
   bool body_at_hand() const override;
   asio::awaitable<BodyRead> read_body() override;
+  bool read_body_now(BodyRead& out) override;
   void consume_body(std::size_t n) override;
   bool body_ended() const override;
   const FieldList& trailers() override;

@@ -184,8 +184,13 @@ struct Seen {
 
 class FakeClient final : public ClientExchange {
  public:
-  FakeClient(const asio::any_io_executor& ex, Script s, Seen& seen)
-      : script_(std::move(s)), seen_(seen), wake_(ex, Clock::time_point::max()), raw_remaining_(script_.raw_length) {}
+  // `reads_at_once`: body pieces at hand are given by read_body_now (as both real upstream codecs do).
+  FakeClient(const asio::any_io_executor& ex, Script s, Seen& seen, bool reads_at_once)
+      : script_(std::move(s)),
+        seen_(seen),
+        wake_(ex, Clock::time_point::max()),
+        raw_remaining_(script_.raw_length),
+        reads_at_once_(reads_at_once) {}
 
   asio::awaitable<error_code> send_head(const UpstreamRequest& r, std::optional<asio::const_buffer> body) override {
     struct Sink final : FieldSink {
@@ -248,6 +253,13 @@ class FakeClient final : public ClientExchange {
     }
     co_return BodyRead{};
   }
+  bool read_body_now(BodyRead& out) override {
+    if (!reads_at_once_ || script_.raw_in) return false;
+    if (next_ >= script_.body.size() && script_.hang_after_body) return false;
+    ++seen_.body_reads;
+    out = next_ < script_.body.size() ? BodyRead{error_code{}, asio::buffer(script_.body[next_])} : BodyRead{};
+    return true;
+  }
   void consume_body(std::size_t) override { ++next_; }
   bool body_ended() const override { return script_.knows_its_end && !script_.raw_in && next_ >= script_.body.size(); }
   const FieldList& trailers() override { return script_.trailers; }
@@ -269,6 +281,7 @@ class FakeClient final : public ClientExchange {
   std::size_t next_head_ = 0, next_ = 0;
   asio::steady_timer wake_;
   std::uint64_t raw_remaining_;
+  bool reads_at_once_;
 };
 
 class FakeConnector final : public Connector {
@@ -293,6 +306,7 @@ class FakeConnector final : public Connector {
   std::deque<Script> scripts;
   error_code connect_error;
   bool pooled = false;
+  bool reads_at_once = false;  // the exchanges give body pieces at hand through read_body_now
   int opened = 0;  // calls of open()
   std::vector<AppProtocol> protocols;
   std::vector<bool> verified;
@@ -303,7 +317,7 @@ class FakeConnector final : public Connector {
     auto& seen = seen_list.emplace_back();
     Script s = scripts.empty() ? Script{} : scripts.front();
     if (!scripts.empty()) scripts.pop_front();
-    return std::make_unique<FakeClient>(ex_, std::move(s), seen);
+    return std::make_unique<FakeClient>(ex_, std::move(s), seen, reads_at_once);
   }
 
   asio::any_io_executor ex_;
@@ -336,6 +350,7 @@ class ForwarderPolicy : public ::testing::TestWithParam<Pair> {
  protected:
   ForwarderPolicy() {
     config.upstream_protocol = GetParam().h2c_app ? ProxyConfig::UpstreamProtocol::h2c : ProxyConfig::UpstreamProtocol::http1;
+    connector.reads_at_once = GetParam().h2c_app;  // the other pairs read through the awaitable form
   }
   // The staleness the app side reports for a connection it had closed, as each upstream codec does.
   Staleness stale_kind() const { return GetParam().h2c_app ? Staleness::unprocessed : Staleness::maybe_processed; }
