@@ -150,8 +150,10 @@ class ServerExchange {
   // ends; `app_read` holds bytes the app sent behind its head. `last_activity` is refreshed on traffic.
   virtual asio::awaitable<void> tunnel(tcp::socket& app, beast::flat_buffer& app_read,
                                        Clock::time_point& last_activity) = 0;
-  // Whether the response has left for the client (or the client is gone); if not, flushed() waits for
-  // it. Asked first so that a codec whose writes complete before they return costs no coroutine frame.
+  // Whether the whole response has been handed to the transport (HTTP/1.1: the socket took it; HTTP/2: it
+  // is queued for the stream, whose writer sends it as the client's window allows) or the client is gone;
+  // if not, flushed() waits for it. Asked first, so that when nothing is left to wait for (the usual
+  // case on both codecs) it costs no coroutine frame and no timer.
   virtual bool is_flushed() const = 0;
   virtual asio::awaitable<void> flushed() = 0;
   // Wakes every pending read and write of this exchange with an error (a deadline passed).

@@ -198,7 +198,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
       forwarding::Forwarding f(worker, down);
       co_await f.run();
     }
-    // The exchange counts until the client has the whole response (or is gone).
+    // The exchange counts until its codec has taken the whole response (or the client is gone).
     if (!down.is_flushed()) co_await down.flushed();
   }
   if (span) worker.shared.tracer->end(*span, req, record, Clock::now());

@@ -41,7 +41,9 @@ class Stream final : public ServerExchange {
   asio::awaitable<void> send_local(const LocalAnswer& answer) override;
   void abort() override;
   asio::awaitable<void> tunnel(tcp::socket&, beast::flat_buffer&, Clock::time_point&) override { co_return; }
-  bool is_flushed() const override { return state == State::closed; }
+  // Once the whole response is queued for the stream, as Go's HTTP/2 server (queue-proxy's) buffers it:
+  // the exchange then ends for the forwarder, and the writer sends the rest as the client's window allows.
+  bool is_flushed() const override { return state != State::open; }
   asio::awaitable<void> flushed() override {
     while (state != State::closed) co_await wake.wait();
   }
