@@ -473,16 +473,22 @@ TEST_P(ForwarderPolicy, NoConnectionToTheAppIs502ConnectError) {
   EXPECT_EQ(s.local->body.rfind("bad gateway: upstream connect error: ", 0), 0u) << s.local->body;
 }
 
-TEST_P(ForwarderPolicy, TheResponseStartDeadlineIs504AndCancelsTheApp) {
-  config.timeouts.response_start = 50ms;
-  auto s = server();
-  connector.scripts.push_back({.hang = true});
-  run(s);
-  ASSERT_TRUE(s.local);
-  EXPECT_EQ(s.local->status, 504u);
-  EXPECT_EQ(s.local->body, "request timeout");
-  EXPECT_TRUE(s.local->close);
-  EXPECT_TRUE(connector.seen_list.front().cancelled);
+TEST_P(ForwarderPolicy, TheResponseStartAndIdleDeadlinesBeforeTheResponseAre504AndCancelTheApp) {
+  for (bool idle : {false, true}) {
+    SCOPED_TRACE(idle ? "the idle deadline" : "the response-start deadline");
+    config.timeouts = {};
+    (idle ? config.timeouts.idle : config.timeouts.response_start) = 50ms;
+    connector.seen_list.clear();
+    auto s = server();
+    connector.scripts.push_back({.hang = true});
+    run(s);
+    ASSERT_TRUE(s.local);
+    EXPECT_EQ(s.local->status, 504u);
+    EXPECT_EQ(s.local->body, "request timeout");
+    EXPECT_TRUE(s.local->close);
+    EXPECT_EQ(s.record.status, 504);
+    EXPECT_TRUE(connector.seen_list.front().cancelled);
+  }
 }
 
 TEST_P(ForwarderPolicy, TheRequestDeadlineIs504) {
@@ -562,17 +568,6 @@ TEST_P(ForwarderPolicy, AWholeBodyThatCameWithTheHeadGoesAgainOnTheRetryAndCount
   EXPECT_EQ(connector.seen_list[1].body, "payload");
   EXPECT_EQ(s.status, 200u);
   EXPECT_EQ(s.record.request_bytes, 7u);
-}
-
-TEST_P(ForwarderPolicy, TheIdleDeadlineBeforeTheResponseIs504AndCancelsTheApp) {
-  config.timeouts.idle = 50ms;
-  auto s = server();
-  connector.scripts.push_back({.hang = true});
-  run(s);
-  ASSERT_TRUE(s.local);
-  EXPECT_EQ(s.local->status, 504u);
-  EXPECT_EQ(s.record.status, 504);
-  EXPECT_TRUE(connector.seen_list.front().cancelled);
 }
 
 TEST_P(ForwarderPolicy, ADeadlineAfterTheResponseStartedCutsItKeepsItsStatusAndCancelsTheApp) {
