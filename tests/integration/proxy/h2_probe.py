@@ -4,7 +4,10 @@
   h2_probe.py request CASE PORT   sends one malformed request on stream 1 of a fresh h2c connection and
                                   prints {"case", "rst", "status", "goaway", "closed"} (-1: none came)
   h2_probe.py app MODE            an h2c "app" on an ephemeral port (prints "listening PORT") that answers
-                                  every request with the response MODE names, malformed or not
+                                  every request with the response MODE names, malformed or not; MODE
+                                  refuse_first (refuse_twice) answers the first stream (the first two) with
+                                  RST_STREAM REFUSED_STREAM and every later one as "good", printing
+                                  "refused|answered connection N stream S" for each
 """
 import json
 import socket
@@ -13,8 +16,10 @@ import sys
 import threading
 import time
 
-from h2_attack import (CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, PREFACE, SETTINGS, ACK, Conn, frame,
-                       hpack_str, literal, request_block)
+from h2_attack import (CONTINUATION, DATA, END_HEADERS, END_STREAM, HEADERS, PREFACE, RST_STREAM, SETTINGS, ACK,
+                       Conn, frame, hpack_str, literal, request_block)
+
+REFUSED_STREAM = 7
 
 
 def req(*extra, path="/", method="GET"):
@@ -85,6 +90,9 @@ RESPONSES = {
     "nul_in_value": (b"\x88" + literal("x-a", "a\x00b"), b"hello"),
     "length_mismatch": (b"\x88" + literal("content-length", "50"), b"hello"),
 }
+REFUSALS = {"refuse_first": 1, "refuse_twice": 2}
+for refusing in REFUSALS:
+    RESPONSES[refusing] = RESPONSES["good"]
 
 
 def serve_app(mode):
@@ -93,8 +101,20 @@ def serve_app(mode):
     listener.listen(16)
     print(f"listening {listener.getsockname()[1]}", flush=True)
     block, body = RESPONSES[mode]
+    state = {"connections": 0, "to_refuse": REFUSALS.get(mode, 0)}
+    lock = threading.Lock()
 
-    def serve(sock):
+    def refuse(stream, connection):
+        """Whether to refuse this stream (REFUSED_STREAM: the app did not process it, RFC 9113 §8.7)."""
+        if mode not in REFUSALS:
+            return False
+        with lock:
+            refused = state["to_refuse"] > 0
+            state["to_refuse"] -= refused
+        print(f"{'refused' if refused else 'answered'} connection {connection} stream {stream}", flush=True)
+        return refused
+
+    def serve(sock, connection):
         buf = b""
         sock.sendall(frame(SETTINGS, 0, 0))
         try:
@@ -115,6 +135,9 @@ def serve_app(mode):
                     if ftype == SETTINGS and not flags & ACK:
                         sock.sendall(frame(SETTINGS, ACK, 0))
                     elif ftype in (HEADERS, CONTINUATION) and flags & END_HEADERS:
+                        if refuse(stream, connection):
+                            sock.sendall(frame(RST_STREAM, 0, stream, struct.pack(">I", REFUSED_STREAM)))
+                            continue
                         out = frame(HEADERS, END_HEADERS | (0 if body else END_STREAM), stream, block)
                         if body:
                             out += frame(DATA, END_STREAM, stream, body)
@@ -126,7 +149,8 @@ def serve_app(mode):
 
     while True:
         sock, _ = listener.accept()
-        threading.Thread(target=serve, args=(sock,), daemon=True).start()
+        state["connections"] += 1
+        threading.Thread(target=serve, args=(sock, state["connections"]), daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // HTTP/2 message rules (RFC 9113 §8) on both sides of the sidecar: malformed requests from hand-built
 // frames (h2_probe.py) are a stream error (RST_STREAM PROTOCOL_ERROR) or a 4xx and never reach the app;
-// malformed responses from an h2c app are a 502; and h2spec, when it is installed, passes every case
-// on the plain and the TLS port.
+// malformed responses from an h2c app are a 502; a stream the app refuses (REFUSED_STREAM) is sent once
+// more; and h2spec, when it is installed, passes every case on the plain and the TLS port.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -95,9 +95,40 @@ class FakeH2App {
   }
   int port = 0;
 
+  // Waits for the app's line about `n` streams it `did` ("refused" or "answered"), then counts them all.
+  std::size_t count(const std::string& did, std::size_t n) {
+    for (std::size_t seen = 0; seen < n; ++seen)
+      if (!process_.wait_for_line(did + " connection")) break;
+    std::size_t c = 0;
+    for (const auto& line : process_.lines()) c += line.rfind(did + " connection", 0) == 0;
+    return c;
+  }
+  std::string output() const { return process_.stdout_text(); }
+
  private:
   Process process_;
 };
+
+// REFUSED_STREAM means the app did not process the request (RFC 9113 §8.7): the forwarder sends it once
+// more, whatever its method; a second refusal is the client's 502.
+TEST(H2cUpstreamRetry, RefusedStreamIsSentOnceMore) {
+  FakeH2App app("refuse_first");
+  Sidecar sidecar{SidecarOptions{.user_port = app.port, .env = {{"SLUICE_UPSTREAM_PROTOCOL", "h2c"}}}};
+  auto r = curl({"-sS", "-X", "DELETE", "-w", " %{http_code}", sidecar.url("/")});
+  EXPECT_EQ(r.out, "hello 200") << r.err;
+  EXPECT_EQ(app.count("refused", 1), 1u) << app.output();
+  EXPECT_EQ(app.count("answered", 1), 1u) << app.output();
+
+  FakeH2App twice("refuse_twice");
+  Sidecar to_twice{SidecarOptions{.user_port = twice.port, .env = {{"SLUICE_UPSTREAM_PROTOCOL", "h2c"}}}};
+  auto refused = curl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", to_twice.url("/")});
+  EXPECT_EQ(refused.out, "502") << refused.err;
+  // A later request is answered, so the app's output holds everything the refused one caused.
+  auto later = curl({"-sS", to_twice.url("/")});
+  EXPECT_EQ(later.out, "hello") << later.err;
+  EXPECT_EQ(twice.count("answered", 1), 1u) << twice.output();
+  EXPECT_EQ(twice.count("refused", 2), 2u) << twice.output();
+}
 
 TEST(H2cUpstreamMalformed, MalformedResponseHeadIs502) {
   for (const char* mode :
