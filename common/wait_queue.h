@@ -18,9 +18,9 @@
 #include <optional>
 #include <utility>
 
-#include "proxy/asio.h"
+#include "common/net.h"
 
-namespace sluice::proxy {
+namespace sluice::net {
 
 template <class Outcome>
 class WaitQueue {
@@ -96,4 +96,4 @@ class WaitQueue {
   std::list<std::shared_ptr<Waiter>> waiters_;
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::net

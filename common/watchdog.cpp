@@ -1,9 +1,9 @@
 // Deadlines on one timer per worker; see watchdog.h.
-#include "proxy/watchdog.h"
+#include "common/watchdog.h"
 
 #include <algorithm>
 
-namespace sluice::proxy {
+namespace sluice::net {
 
 Watchdog::~Watchdog() {
   if (all_ && index_ != kOut) all_->remove(*this);
@@ -131,4 +131,4 @@ void Watchdogs::fire() {
   if (armed_ == Clock::time_point::max()) arm();
 }
 
-}  // namespace sluice::proxy
+}  // namespace sluice::net

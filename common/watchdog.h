@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "proxy/asio.h"
+#include "common/net.h"
 
-namespace sluice::proxy {
+namespace sluice::net {
 
 class Watchdogs;
 
@@ -79,4 +79,4 @@ class Watchdogs {
   Clock::time_point armed_ = Clock::time_point::max();  // what timer_ waits for
 };
 
-}  // namespace sluice::proxy
+}  // namespace sluice::net

@@ -63,20 +63,21 @@ asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, 
   co_return std::nullopt;
 }
 
-asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker, const http::request_header<>& req,
-                                                          Clock::time_point deadline,
-                                                          std::optional<BackendLease>& lease) {
-  auto* backends = worker.shared.backends.get();
-  if (!backends) co_return std::nullopt;
+asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& worker,
+                                                              const http::request_header<>& req,
+                                                              Clock::time_point deadline,
+                                                              std::optional<InstanceLease>& lease) {
+  auto* instances = worker.shared.instances.get();
+  if (!instances) co_return std::nullopt;
   auto host = req[http::field::host];
   auto tag = req["Knative-Serving-Tag"];
-  auto pending = backends->acquire(std::string_view(host.data(), host.size()), std::string_view(tag.data(), tag.size()),
-                                   deadline);  // named: no temporary inside co_await (STYLE.md)
+  auto pending = instances->acquire(std::string_view(host.data(), host.size()),
+                                    std::string_view(tag.data(), tag.size()), deadline);  // named: no temporary inside co_await (STYLE.md)
   auto got = co_await std::move(pending);
-  if (auto* refusal = std::get_if<BackendRefusal>(&got))
+  if (auto* refusal = std::get_if<InstanceRefusal>(&got))
     co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504,
                           .retry_after_seconds = refusal->retry_after_seconds};
-  lease.emplace(std::move(std::get<BackendLease>(got)));
+  lease.emplace(std::move(std::get<InstanceLease>(got)));
   co_return std::nullopt;
 }
 

@@ -40,16 +40,18 @@ class CountedExchange {
 asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
                                                          std::optional<BreakerSlot>& slot);
 
-// With backends (the gateway), waits for an instance for this request until `deadline`; nullopt when one
-// was given (in `lease`), else the refusal to send. Without backends: nullopt and no lease.
-asio::awaitable<std::optional<LocalAnswer>> pass_backends(WorkerContext& worker, const http::request_header<>& req,
-                                                          Clock::time_point deadline,
-                                                          std::optional<BackendLease>& lease);
+// With an instance set (the gateway), waits for an instance for this request until `deadline`; nullopt
+// when one was given (in `lease`), else the refusal to send. Without one: nullopt and no lease.
+asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& worker,
+                                                              const http::request_header<>& req,
+                                                              Clock::time_point deadline,
+                                                              std::optional<InstanceLease>& lease);
 
 // Whether the exchange goes to the app over h2c: the gateway's instance says so, or the configured
 // upstream protocol does. nullopt while it is still to be detected (detect_upstream_h2c). Not a
 // coroutine: the common case costs no coroutine frame per exchange.
-inline std::optional<bool> upstream_h2c_known(const WorkerContext& worker, const std::optional<BackendLease>& lease) {
+inline std::optional<bool> upstream_h2c_known(const WorkerContext& worker,
+                                              const std::optional<InstanceLease>& lease) {
   if (lease) return lease->h2c;
   switch (worker.config.upstream_protocol) {
     case ProxyConfig::UpstreamProtocol::http1: return false;

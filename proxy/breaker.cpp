@@ -5,7 +5,7 @@ namespace sluice::proxy {
 
 asio::awaitable<ConcurrencyBreaker::Admission> ConcurrencyBreaker::acquire(Clock::time_point deadline) {
   auto ex = co_await asio::this_coro::executor;
-  WaitQueue<Granted>::Ticket ticket;
+  net::WaitQueue<Granted>::Ticket ticket;
   {
     std::lock_guard lock(mutex_);
     if (in_flight_ < capacity_ && waiters_.empty()) {

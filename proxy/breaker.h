@@ -6,7 +6,8 @@
 #include <cstddef>
 #include <mutex>
 
-#include "proxy/wait_queue.h"
+#include "common/wait_queue.h"
+#include "proxy/asio.h"
 
 namespace sluice::proxy {
 
@@ -37,7 +38,7 @@ class ConcurrencyBreaker {
   const std::size_t queue_depth_;
   mutable std::mutex mutex_;
   std::size_t in_flight_ = 0;
-  WaitQueue<Granted> waiters_;
+  net::WaitQueue<Granted> waiters_;
 };
 
 // Releases an admitted slot at scope exit.

@@ -3,7 +3,7 @@
 
 namespace sluice::proxy {
 
-ExchangeDeadline::ExchangeDeadline(Watchdogs& watchdogs, const Timeouts& timeouts, Clock::time_point start,
+ExchangeDeadline::ExchangeDeadline(net::Watchdogs& watchdogs, const Timeouts& timeouts, Clock::time_point start,
                                    Owner& owner)
     : timeouts_(timeouts), owner_(owner), start_(start), last_write_(start), watchdog_(watchdogs, *this) {
   watchdog_.rearm();

@@ -4,12 +4,13 @@
 // idle limit. One lazily re-armed timer enforces them; the owner is told once when one passes.
 #pragma once
 
+#include "common/watchdog.h"
+#include "proxy/asio.h"
 #include "proxy/config.h"
-#include "proxy/watchdog.h"
 
 namespace sluice::proxy {
 
-class ExchangeDeadline final : private Watchdog::Target {
+class ExchangeDeadline final : private net::Watchdog::Target {
  public:
   class Owner {
    public:
@@ -19,7 +20,7 @@ class ExchangeDeadline final : private Watchdog::Target {
     ~Owner() = default;
   };
 
-  ExchangeDeadline(Watchdogs& watchdogs, const Timeouts& timeouts, Clock::time_point start, Owner& owner);
+  ExchangeDeadline(net::Watchdogs& watchdogs, const Timeouts& timeouts, Clock::time_point start, Owner& owner);
 
   void response_started() { response_started_ = true; }
   void wrote() { last_write_ = Clock::now(); }  // bytes went to the client
@@ -41,7 +42,7 @@ class ExchangeDeadline final : private Watchdog::Target {
   bool response_started_ = false;
   bool tunnel_ = false;
   bool passed_ = false;
-  Watchdog watchdog_;
+  net::Watchdog watchdog_;
 };
 
 }  // namespace sluice::proxy

@@ -82,9 +82,9 @@ asio::awaitable<void> Forwarding::run() {
   if (w.shared.breaker) {
     if (auto refused = co_await pass_breaker(w, admit_by, slot)) co_return co_await answer(*refused);
   }
-  std::optional<BackendLease> lease;
-  if (w.shared.backends) {
-    if (auto refused = co_await pass_backends(w, req_, admit_by, lease)) co_return co_await answer(*refused);
+  std::optional<InstanceLease> lease;
+  if (w.shared.instances) {
+    if (auto refused = co_await pass_instance_set(w, req_, admit_by, lease)) co_return co_await answer(*refused);
   }
   if (lease) deadline_.limit_request(lease->request_timeout);
   if (gone_) co_return co_await fail(Failure::client_gone, {});

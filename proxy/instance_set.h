@@ -14,7 +14,7 @@
 namespace sluice::proxy {
 
 // An instance to forward one exchange to; dropping `hold` tells the implementation the exchange ended.
-struct BackendLease {
+struct InstanceLease {
   tcp::endpoint endpoint;
   std::shared_ptr<void> hold;
   bool h2c = false;  // the instance speaks h2c (prior knowledge), not HTTP/1.1
@@ -22,19 +22,19 @@ struct BackendLease {
 };
 
 // Why no instance was given: sent to the client as is.
-struct BackendRefusal {
+struct InstanceRefusal {
   unsigned status = 503;
   std::string reason;
   unsigned retry_after_seconds = 0;  // sent as Retry-After when not 0 (a service that failed to start)
 };
 
-class Backends {
+class InstanceSet {
  public:
-  virtual ~Backends() = default;
+  virtual ~InstanceSet() = default;
 
   // On the calling worker's executor: an instance for a request with this Host (and Knative-Serving-Tag,
   // empty when absent), waiting (cold start, every instance busy) until `deadline` at the latest.
-  virtual asio::awaitable<std::variant<BackendLease, BackendRefusal>> acquire(std::string_view host,
+  virtual asio::awaitable<std::variant<InstanceLease, InstanceRefusal>> acquire(std::string_view host,
                                                                               std::string_view tag,
                                                                               Clock::time_point deadline) = 0;
 

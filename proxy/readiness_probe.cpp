@@ -88,7 +88,7 @@ void UserReadiness::drop_waiters() {
 
 asio::awaitable<bool> UserReadiness::check() {
   auto ex = co_await asio::this_coro::executor;
-  WaitQueue<bool>::Ticket ticket;
+  net::WaitQueue<bool>::Ticket ticket;
   bool start = false;
   {
     std::lock_guard lock(mutex_);

@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/wait_queue.h"
+#include "proxy/asio.h"
 #include "proxy/config.h"
-#include "proxy/wait_queue.h"
 
 namespace sluice::proxy {
 
@@ -39,7 +40,7 @@ class UserReadiness {
   const std::vector<ReadinessProbeConfig> sidecars_;
   std::mutex mutex_;
   bool running_ = false;
-  WaitQueue<bool> waiters_;  // for the verdict of the check in flight
+  net::WaitQueue<bool> waiters_;  // for the verdict of the check in flight
 };
 
 }  // namespace sluice::proxy

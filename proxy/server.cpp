@@ -89,7 +89,7 @@ class Worker {
         socket.close(ignore);  // over the connection limit: refuse by closing
         continue;
       }
-      if (context_.shared.backends) context_.shared.backends->on_connection();
+      if (context_.shared.instances) context_.shared.instances->on_connection();
       serve(std::move(socket), tls);
     }
   }
@@ -126,9 +126,9 @@ unsigned worker_count(const ProxyConfig& c) {
 
 }  // namespace
 
-Server::Server(ProxyConfig config, std::shared_ptr<Backends> backends)
+Server::Server(ProxyConfig config, std::shared_ptr<InstanceSet> instances)
     : config_(std::move(config)), shared_(config_, worker_count(config_)) {
-  shared_.backends = std::move(backends);
+  shared_.instances = std::move(instances);
   tcp::endpoint upstream(asio::ip::make_address(config_.upstream_host), config_.upstream_port);
   for (unsigned i = 0; i < worker_count(config_); ++i)
     workers_.push_back(std::make_unique<Worker>(config_, shared_, i, open_connections_, upstream));
@@ -140,14 +140,14 @@ Server::~Server() {
   // Whatever still waits holds timers of the workers' io_contexts, which go first.
   if (shared_.breaker) shared_.breaker->drop_waiters();
   shared_.readiness.drop_waiters();
-  if (shared_.backends) shared_.backends->drop_waiters();
+  if (shared_.instances) shared_.instances->drop_waiters();
 }
 
 void Server::start() {
   auto address = asio::ip::make_address(config_.listen_address);
   // The workers share each port through SO_REUSEPORT, which would also let another sluice of the same
   // user in: make sure nobody listens there first. Port 0: the first bind picks, the rest share it.
-  const std::string name = shared_.backends ? "gateway" : "proxy";
+  const std::string name = shared_.instances ? "gateway" : "proxy";
   claim_port(tcp::endpoint(address, config_.port), name);
   if (shared_.tls) claim_port(tcp::endpoint(address, config_.tls_port), "tls");
   std::uint16_t port = config_.port;

@@ -16,9 +16,9 @@ class Worker;
 
 class Server {
  public:
-  // With `backends`, each exchange goes to an instance they choose (the gateway) instead of the
+  // With `instances`, each exchange goes to an instance the set chooses (the gateway) instead of the
   // configured upstream.
-  explicit Server(ProxyConfig config, std::shared_ptr<Backends> backends = nullptr);
+  explicit Server(ProxyConfig config, std::shared_ptr<InstanceSet> instances = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

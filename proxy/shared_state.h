@@ -5,11 +5,11 @@
 #include <memory>
 
 #include "metrics/request_metrics.h"
-#include "proxy/backends.h"
 #include "metrics/request_stats.h"
 #include "proxy/breaker.h"
 #include "proxy/config.h"
 #include "proxy/drain.h"
+#include "proxy/instance_set.h"
 #include "proxy/readiness_probe.h"
 #include "proxy/telemetry/tracer.h"
 #include "proxy/tls.h"
@@ -31,9 +31,9 @@ struct SharedState {
   UserReadiness readiness;
   Drainer drainer;
   std::unique_ptr<metrics::RequestMetrics> request_metrics;  // null unless enabled
-  std::shared_ptr<Backends> backends;
+  std::shared_ptr<InstanceSet> instances;  // null: every exchange goes to the configured upstream
   std::unique_ptr<telemetry::Tracer> tracer;  // null: no tracing (set by app/ before start)
-  std::unique_ptr<TlsContexts> tls;  // null: no TLS port  // null: every exchange goes to the configured upstream
+  std::unique_ptr<TlsContexts> tls;  // null: no TLS port
 };
 
 }  // namespace sluice::proxy

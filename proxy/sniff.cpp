@@ -7,7 +7,7 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
-#include "proxy/h1/server.h"
+#include "proxy/h1/server_connection.h"
 #include "proxy/h2/server.h"
 
 namespace sluice::proxy {

@@ -9,7 +9,7 @@
 
 #include "common/config_error.h"
 #include "common/log.h"
-#include "proxy/h1/server.h"
+#include "proxy/h1/server_connection.h"
 #include "proxy/h2/server.h"
 #include "proxy/worker_context.h"
 

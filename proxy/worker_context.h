@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "common/watchdog.h"
 #include "proxy/completion.h"
 #include "proxy/config.h"
 #include "proxy/forwarder.h"
@@ -16,7 +17,6 @@
 #include "proxy/headers.h"
 #include "proxy/shared_state.h"
 #include "proxy/splice.h"
-#include "proxy/watchdog.h"
 
 namespace sluice::proxy {
 
@@ -41,7 +41,7 @@ struct WorkerContext final : private Connector {
         watchdogs(ex),
         pipes(kSplicePipeBytes, kIdlePipes) {}
 
-  // The pool for an instance chosen by the backends (gateway), made on first use and kept (exchanges in
+  // The pool for an instance chosen by the instance set (gateway), made on first use and kept (exchanges in
   // flight hold references to it); instance ports come from the kernel's ephemeral range, which bounds
   // how many there can be.
   h1::ClientPool& pool_for(const tcp::endpoint& ep) {
@@ -71,7 +71,7 @@ struct WorkerContext final : private Connector {
   h1::ClientPool pool;  // to the configured upstream
   h2::ClientPool h2_pool;  // the same, when it speaks h2c
   asio::any_io_executor executor;
-  Watchdogs watchdogs;  // every deadline of this worker's connections and exchanges, on one timer
+  net::Watchdogs watchdogs;  // every deadline of this worker's connections and exchanges, on one timer
   // Pipes for bodies moved by splice(2), one per body in flight. A pipe holds references to the pages
   // in transit, not copies: its size sets how much one splice moves (256 KiB: a third fewer system
   // calls per MiB than 64 KiB), not sluice's memory. Past the kernel's per-user budget

@@ -52,10 +52,10 @@ void Fleet::dispatch(Revision& s) {
   }
 }
 
-asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet::acquire(
+asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal>> Fleet::acquire(
     std::string_view host, std::string_view tag, Clock::time_point deadline) {
   Revision* s = router_.route(host, tag);
-  if (!s) co_return proxy::BackendRefusal{404, "no service is routed for Host '" + std::string(host) + "'"};
+  if (!s) co_return proxy::InstanceRefusal{404, "no service is routed for Host '" + std::string(host) + "'"};
   auto ex = co_await asio::this_coro::executor;
   auto now = clock_now();
   // A revision replaced while this request waited hands it on to the new one: wait there.
@@ -66,33 +66,33 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> Fleet:
       s = moved->to;
       continue;
     }
-    if (auto* refusal = std::get_if<proxy::BackendRefusal>(&got)) co_return *refusal;
-    co_return std::get<proxy::BackendLease>(got);
+    if (auto* refusal = std::get_if<proxy::InstanceRefusal>(&got)) co_return *refusal;
+    co_return std::get<proxy::InstanceLease>(got);
   }
 }
 
 // The request counts in the revision's RequestStats from here (waiting included, as the KPA wants it)
 // until its lease is released, it is refused, or it moves on to another revision.
-asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>> Fleet::acquire_at(
+asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved>> Fleet::acquire_at(
     Revision& service, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline,
     bool arrival) {
   Revision* s = &service;
   auto lease_of = [&](std::shared_ptr<Instance> inst) {
-    return proxy::BackendLease{tcp::endpoint(inst->address, inst->port),
+    return proxy::InstanceLease{tcp::endpoint(inst->address, inst->port),
                                std::make_shared<Hold>(*this, *s, inst, now), s->h2c,
                                s->config.request_timeout.value_or(Millis{0})};
   };
-  auto refuse = [&](proxy::BackendRefusal r) {  // under s->mu
+  auto refuse = [&](proxy::InstanceRefusal r) {  // under s->mu
     ++s->refused;
     s->stats.request_out(clock_now(), false);
     return r;
   };
-  proxy::WaitQueue<Handed>::Ticket ticket;
+  net::WaitQueue<Handed>::Ticket ticket;
   {
     std::unique_lock lock(s->mu);
     if (s->phase == Phase::retired && s->successor) co_return Moved{s->successor};
     if (s->phase != Phase::serving)
-      co_return proxy::BackendRefusal{503, "service " + s->config.name + " was removed from the config"};
+      co_return proxy::InstanceRefusal{503, "service " + s->config.name + " was removed from the config"};
     s->stats.request_in(now, false);
     if (arrival) ++s->requests_total;
     if (s->waiters.empty()) {
@@ -126,7 +126,7 @@ asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>>
   co_await ticket.wait();
   std::unique_lock lock(s->mu);
   if (auto& handed = ticket.outcome()) {
-    if (auto* refusal = std::get_if<proxy::BackendRefusal>(&*handed)) co_return refuse(*refusal);
+    if (auto* refusal = std::get_if<proxy::InstanceRefusal>(&*handed)) co_return refuse(*refusal);
     if (std::holds_alternative<Moved>(*handed)) {
       s->stats.request_out(clock_now(), false);  // it counts at the next revision now
       co_return std::get<Moved>(*handed);

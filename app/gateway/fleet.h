@@ -1,6 +1,6 @@
 // The gateway's instances: which services exist, their revisions, which instances each has and in what
 // state, and the cold-start buffer in front of them. The proxy asks it for an instance per request
-// (proxy::Backends). Cut by concern, one file each:
+// (proxy::InstanceSet). Cut by concern, one file each:
 //   router.{h,cpp}           Host / tag / traffic split → revision (an immutable table, no lock)
 //   cold_start_buffer.cpp    acquire and release on the workers: a ready instance or a place in the
 //                            revision's WaitQueue, under that revision's own mutex
@@ -34,7 +34,7 @@
 #include "app/gateway/pods.h"
 #include "app/gateway/revision.h"
 #include "app/gateway/router.h"
-#include "proxy/backends.h"
+#include "proxy/instance_set.h"
 #include "runtime/image_store.h"
 #include "runtime/runtime_service.h"
 
@@ -54,7 +54,7 @@ class Tasks {
   std::size_t running_ = 0;
 };
 
-class Fleet final : public proxy::Backends {
+class Fleet final : public proxy::InstanceSet {
  public:
   static constexpr std::size_t kLatenciesKept = Revision::kLatenciesKept;
   // `control` is the io_context of the control thread, where scaling and lifecycle decisions run.
@@ -63,7 +63,7 @@ class Fleet final : public proxy::Backends {
         std::function<Clock::time_point()> clock = {});
   ~Fleet() override;
 
-  asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal>> acquire(
+  asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal>> acquire(
       std::string_view host, std::string_view tag, Clock::time_point deadline) override;
   void on_connection() override;
   void drop_waiters() override;
@@ -111,7 +111,7 @@ class Fleet final : public proxy::Backends {
   class Hold;  // the lease's hold: releases the instance when the exchange ends
 
   // Cold-start buffer (workers).
-  asio::awaitable<std::variant<proxy::BackendLease, proxy::BackendRefusal, Moved>> acquire_at(
+  asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved>> acquire_at(
       Revision& s, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline, bool arrival);
   void grant(Revision& s, Instance& inst);       // under s.mu
   void dispatch(Revision& s);                    // under s.mu

@@ -149,7 +149,7 @@ void Fleet::retire(Revision& old, Revision* successor) {
   old.successor = successor;
   // Requests waiting for the old revision wait for the new one instead; none is refused.
   if (successor) old.waiters.hand_all(Moved{successor});
-  else old.waiters.hand_all(proxy::BackendRefusal{503, "service " + old.config.name + " was removed from the config"});
+  else old.waiters.hand_all(proxy::InstanceRefusal{503, "service " + old.config.name + " was removed from the config"});
   auto instances = old.instances;
   for (const auto& i : instances) drain_instance(old, i);
 }

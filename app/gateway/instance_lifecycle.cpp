@@ -289,7 +289,7 @@ void Fleet::start_failed(Revision& s, const std::shared_ptr<Instance>& inst, con
       .kv("instance", inst->id).kv("reason", reason).kv("retry_after_s", static_cast<std::int64_t>(backoff.count()));
   stop_instance(s, inst);
   if (s.active() == 0) {
-    s.waiters.hand_all(proxy::BackendRefusal{503, "service " + s.config.name + " failed to start: " + reason,
+    s.waiters.hand_all(proxy::InstanceRefusal{503, "service " + s.config.name + " failed to start: " + reason,
                                              static_cast<unsigned>(backoff.count())});
     s.cold_start_since.reset();
   }

@@ -19,9 +19,9 @@
 
 #include "app/gateway/config.h"
 #include "autoscaler/kpa.h"
+#include "common/wait_queue.h"
 #include "metrics/request_stats.h"
-#include "proxy/backends.h"
-#include "proxy/wait_queue.h"
+#include "proxy/instance_set.h"
 
 namespace sluice::app::gateway {
 
@@ -59,7 +59,7 @@ struct Moved {
   Revision* to;
 };
 // What a buffered request is handed: an instance (a slot on it already counted), a refusal, or a move.
-using Handed = std::variant<std::shared_ptr<Instance>, proxy::BackendRefusal, Moved>;
+using Handed = std::variant<std::shared_ptr<Instance>, proxy::InstanceRefusal, Moved>;
 
 struct Revision {
   static constexpr std::size_t kLatenciesKept = 1024;
@@ -81,7 +81,7 @@ struct Revision {
   std::string reason;          // why this revision was made, or why it failed
   Revision* successor = nullptr;  // retired: where its waiters went
   std::vector<std::shared_ptr<Instance>> instances;
-  proxy::WaitQueue<Handed> waiters;
+  net::WaitQueue<Handed> waiters;
   std::size_t in_flight = 0;   // at an instance, over all instances
   std::string failed_reason;   // the last start failure; requests get 503 with it until a retry
   Clock::time_point retry_at;

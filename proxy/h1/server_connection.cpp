@@ -1,7 +1,7 @@
 // The HTTP/1.1 server codec, the connection's life: requests read in order, keep-alive, the client
-// watch, `Upgrade: h2c`, lingering close; see server.h. The exchange's body and response halves are in
+// watch, `Upgrade: h2c`, lingering close; see server_connection.h. The exchange's body and response halves are in
 // server_exchange.cpp.
-#include "proxy/h1/server.h"
+#include "proxy/h1/server_connection.h"
 
 #include <limits>
 

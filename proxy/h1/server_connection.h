@@ -8,17 +8,17 @@
 #include <optional>
 #include <string>
 
+#include "common/watchdog.h"
 #include "proxy/exchange.h"
-#include "proxy/h1/scratch.h"
 #include "proxy/h1/message.h"
+#include "proxy/h1/scratch.h"
 #include "proxy/h2/handover.h"
 #include "proxy/notifier.h"
-#include "proxy/watchdog.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy::h1 {
 
-class Connection final : private Watchdog::Target, public ConnectionHandle, public ServerExchange {
+class Connection final : private net::Watchdog::Target, public ConnectionHandle, public ServerExchange {
  public:
   Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes = {});
   ~Connection();
@@ -79,7 +79,7 @@ class Connection final : private Watchdog::Target, public ConnectionHandle, publ
   beast::flat_buffer down_buffer_;
   std::string peer_address_;  // client IP
   std::string peer_;          // client ip:port
-  Watchdog watchdog_;         // header and keep-alive deadlines (the forwarder keeps the exchange's)
+  net::Watchdog watchdog_;         // header and keep-alive deadlines (the forwarder keeps the exchange's)
   ScratchBuffer scratch_down_, scratch_up_;  // chunked decoding and tunnels, allocated on first use
   std::string head_;                         // the response head being written, reused across exchanges
 

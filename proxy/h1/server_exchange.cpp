@@ -1,11 +1,11 @@
 // The HTTP/1.1 server codec's ServerExchange half: the request body as the forwarder reads it, and the
 // response as it writes it (head, body in the connection's framing, trailers, local answers); see
-// server.h. The connection's life (reading heads, keep-alive, the client watch, h2c upgrade) is in
-// server.cpp.
+// server_connection.h. The connection's life (reading heads, keep-alive, the client watch, h2c upgrade)
+// is in server_connection.cpp.
 #include <array>
 #include <cstdio>
 
-#include "proxy/h1/server.h"
+#include "proxy/h1/server_connection.h"
 #include "proxy/h1/strict.h"
 #include "proxy/h1/tunnel.h"
 #include "proxy/headers.h"

@@ -1,7 +1,7 @@
 // Upgraded-connection tunnel; see tunnel.h.
 #include "proxy/h1/tunnel.h"
 
-#include "proxy/completion.h"
+#include <boost/asio/experimental/awaitable_operators.hpp>
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -44,15 +44,9 @@ asio::awaitable<void> relay_tunnel(Downstream& client, beast::flat_buffer& clien
   // Bytes that arrived behind the heads already belong to the new protocol.
   if (co_await flush(client_buffer, app)) co_return;
   if (co_await flush(app_buffer, client)) co_return;
-  Completion upward(client.get_executor());
-  asio::co_spawn(client.get_executor(),
-                 [&]() -> asio::awaitable<void> {
-                   co_await copy(client, app, client_scratch, last_activity);
-                   upward.signal();
-                 },
-                 asio::detached);
-  co_await copy(app, client, app_scratch, last_activity);
-  co_await upward.wait();
+  // Both directions at once, joined: the tunnel ends when both have (a failure in one ends the other).
+  using namespace asio::experimental::awaitable_operators;
+  co_await (copy(client, app, client_scratch, last_activity) && copy(app, client, app_scratch, last_activity));
 }
 
 }  // namespace sluice::proxy::h1

@@ -20,7 +20,7 @@ namespace sluice::app::gateway {
 namespace {
 
 using namespace std::chrono_literals;
-using Result = std::variant<proxy::BackendLease, proxy::BackendRefusal>;
+using Result = std::variant<proxy::InstanceLease, proxy::InstanceRefusal>;
 
 class FakeClock {
  public:
@@ -83,11 +83,11 @@ struct Harness {
   std::unique_ptr<Fleet> fleet;
 };
 
-const proxy::BackendRefusal* refusal(const std::shared_ptr<std::optional<Result>>& slot) {
-  return *slot ? std::get_if<proxy::BackendRefusal>(&**slot) : nullptr;
+const proxy::InstanceRefusal* refusal(const std::shared_ptr<std::optional<Result>>& slot) {
+  return *slot ? std::get_if<proxy::InstanceRefusal>(&**slot) : nullptr;
 }
-proxy::BackendLease* lease(const std::shared_ptr<std::optional<Result>>& slot) {
-  return *slot ? std::get_if<proxy::BackendLease>(&**slot) : nullptr;
+proxy::InstanceLease* lease(const std::shared_ptr<std::optional<Result>>& slot) {
+  return *slot ? std::get_if<proxy::InstanceLease>(&**slot) : nullptr;
 }
 
 TEST(FleetLifecycle, AColdRequestStartsAnInstanceOffTheWorkerAndGetsItOnceItListens) {

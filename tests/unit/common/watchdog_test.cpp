@@ -2,7 +2,7 @@
 // once it has passed and not before, in order; a later deadline is re-read rather than fired; a watchdog
 // that goes away (even from inside another's deadline, or its own) is never told; and the worker's set
 // may go before its watchdogs, as at a forced shutdown.
-#include "proxy/watchdog.h"
+#include "common/watchdog.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sluice::proxy {
+namespace sluice::net {
 namespace {
 
 using namespace std::chrono_literals;
@@ -130,4 +130,4 @@ TEST_F(WatchdogsTest, TheWorkersSetMayGoBeforeItsWatchdogs) {
 }
 
 }  // namespace
-}  // namespace sluice::proxy
+}  // namespace sluice::net
