@@ -76,6 +76,8 @@ std::vector<OptionSpec> sidecar_options() {
        "connect to the app (default 5; 502 beyond)"},
       {"SLUICE_UPSTREAM_MAX_IDLE", "upstream-max-idle", false,
        "idle keep-alive connections to the app per worker (default: concurrency, or 1000 when 0)"},
+      {"SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS", "upstream-idle-timeout-seconds", false,
+       "an idle keep-alive connection to the app is closed after this long (default 90, as queue-proxy; 0 = never)"},
       {"SLUICE_IO_BUFFER_BYTES", "io-buffer-bytes", false, "body buffer per direction per exchange (default 65536)"},
       {"SLUICE_SPLICE_MIN_BYTES", "splice-min-bytes", false,
        "bodies passing through unchanged with at least this many bytes left move by splice(2); 0 = never (default 16384)"},
@@ -303,6 +305,7 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   auto& t = c.proxy.timeouts;
   t.client_header = seconds(o.get_int("SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", 60, 1, kMaxSeconds));
   t.upstream_connect = seconds(o.get_int("SLUICE_UPSTREAM_CONNECT_TIMEOUT_SECONDS", 5, 1, 3600));
+  t.upstream_idle = seconds(o.get_int("SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS", 90, 0, kMaxSeconds));
   c.drain_timeout = seconds(o.get_int("SLUICE_DRAIN_TIMEOUT_SECONDS", 60, 0, kMaxSeconds));
   t.drain_quiet_period = proxy::Millis(o.get_int("SLUICE_DRAIN_QUIET_PERIOD_MS", 30000, 0, kMaxSeconds * 1000));
   c.proxy.container_concurrency = static_cast<std::size_t>(c.container_concurrency);

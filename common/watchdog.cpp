@@ -15,6 +15,10 @@ void Watchdog::rearm() {
   if (d < when_) all_->set(*this, d);
 }
 
+void Watchdog::disarm() {
+  if (all_) all_->set(*this, Clock::time_point::max());
+}
+
 Watchdogs::~Watchdogs() {
   // Connections the io_context destroys after this (a forced stop) must not reach back.
   for (auto* w : heap_) w->all_ = nullptr;

@@ -36,6 +36,9 @@ class Watchdog {
 
   // Call when a deadline may have moved earlier than before; a later deadline needs no call.
   void rearm();
+  // Out of the worker's heap at once, for a target that has no deadline any more and must not keep the
+  // worker's timer (and so its io_context) waiting for one that passed; rearm() puts it back.
+  void disarm();
 
  private:
   friend class Watchdogs;

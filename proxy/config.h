@@ -35,6 +35,9 @@ struct Timeouts {
   Millis idle{0};                     // since the last byte written to the client; 0 = none
   Millis client_header{Seconds(60)};  // waiting for a complete request header (keep-alive idle too)
   Millis upstream_connect{Seconds(5)};
+  // An app connection idle in the pool this long is closed (Go's http.Transport, which queue-proxy
+  // uses, closes them after 90 s; nginx's upstream keepalive_timeout is 60 s); 0 = kept until used.
+  Millis upstream_idle{Seconds(90)};
   Millis drain_in_flight{Seconds(60)};  // longest wait for in-flight exchanges at shutdown
   Millis drain_quiet_period{Seconds(30)};  // draining ends this long after the last ordinary request
   // An idle keep-alive connection at shutdown stays open this long for a request already on its way

@@ -35,10 +35,12 @@ struct WorkerContext final : private Connector {
       : config(c),
         shared(s),
         stats(s.stats.shard(index)),
-        pool(make_pool(ex, upstream)),
-        h2_pool(ex, upstream, c.timeouts.upstream_connect, c.limits.max_response_header_bytes),
-        executor(ex),
         watchdogs(ex),
+        pool(ex, watchdogs, upstream, c.upstream_max_idle, c.timeouts.upstream_idle, c.timeouts.upstream_connect,
+             c.limits.max_response_header_bytes, c.io_buffer_bytes),
+        h2_pool(ex, watchdogs, upstream, c.timeouts.upstream_idle, c.timeouts.upstream_connect,
+                c.limits.max_response_header_bytes),
+        executor(ex),
         pipes(kSplicePipeBytes, kIdlePipes) {}
 
   // The pool for an instance chosen by the instance set (gateway), made on first use and kept (exchanges in
@@ -47,14 +49,22 @@ struct WorkerContext final : private Connector {
   h1::ClientPool& pool_for(const tcp::endpoint& ep) {
     if (ep == pool.endpoint()) return pool;
     auto& p = instance_pools[ep];
-    if (!p) p = std::make_unique<h1::ClientPool>(make_pool(executor, ep));
+    if (!p) {
+      p = std::make_unique<h1::ClientPool>(executor, watchdogs, ep, config.upstream_max_idle,
+                                           config.timeouts.upstream_idle, config.timeouts.upstream_connect,
+                                           config.limits.max_response_header_bytes, config.io_buffer_bytes);
+      if (draining) p->close_idle();  // made during shutdown: keeps nothing, as the others
+    }
     return *p;
   }
   h2::ClientPool& h2_pool_for(const tcp::endpoint& ep) {
     if (ep == h2_pool.endpoint()) return h2_pool;
     auto& p = instance_h2_pools[ep];
-    if (!p) p = std::make_unique<h2::ClientPool>(executor, ep, config.timeouts.upstream_connect,
-                                                 config.limits.max_response_header_bytes);
+    if (!p) {
+      p = std::make_unique<h2::ClientPool>(executor, watchdogs, ep, config.timeouts.upstream_idle,
+                                           config.timeouts.upstream_connect, config.limits.max_response_header_bytes);
+      if (draining) p->close_idle();
+    }
     return *p;
   }
   void close_idle() {
@@ -68,10 +78,11 @@ struct WorkerContext final : private Connector {
   SharedState& shared;
   metrics::RequestStatsShard& stats;  // this worker's: written by no other thread
   Connector* connector = this;  // where exchanges to the app are opened (tests put a fake here)
+  // Every deadline of this worker's connections, exchanges and pools, on one timer; first in, last out.
+  net::Watchdogs watchdogs;
   h1::ClientPool pool;  // to the configured upstream
   h2::ClientPool h2_pool;  // the same, when it speaks h2c
   asio::any_io_executor executor;
-  net::Watchdogs watchdogs;  // every deadline of this worker's connections and exchanges, on one timer
   // Pipes for bodies moved by splice(2), one per body in flight. A pipe holds references to the pages
   // in transit, not copies: its size sets how much one splice moves (256 KiB: a third fewer system
   // calls per MiB than 64 KiB), not sluice's memory. Past the kernel's per-user budget
@@ -89,10 +100,6 @@ struct WorkerContext final : private Connector {
   std::unordered_set<ConnectionHandle*> connections;
 
  private:
-  h1::ClientPool make_pool(const asio::any_io_executor& ex, const tcp::endpoint& ep) const {
-    return h1::ClientPool(ex, ep, config.upstream_max_idle, config.timeouts.upstream_connect,
-                          config.limits.max_response_header_bytes, config.io_buffer_bytes);
-  }
   asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientExchange>>> open(AppProtocol protocol,
                                                                                const tcp::endpoint* instance,
                                                                                bool verify) override {

@@ -4,6 +4,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <limits>
@@ -233,16 +234,18 @@ tcp::socket* ClientConnection::tunnel_socket(beast::flat_buffer*& already_read) 
   return &socket_;
 }
 
-ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, std::size_t max_idle,
-                       Clock::duration connect_timeout, std::size_t max_response_header_bytes,
-                       std::size_t io_buffer_bytes)
+ClientPool::ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
+                       std::size_t max_idle, Clock::duration idle_timeout, Clock::duration connect_timeout,
+                       std::size_t max_response_header_bytes, std::size_t io_buffer_bytes)
     : ex_(ex),
       endpoint_(endpoint),
       max_idle_(max_idle),
+      idle_timeout_(idle_timeout),
       connect_timeout_(connect_timeout),
       max_response_header_bytes_(max_response_header_bytes),
       io_buffer_bytes_(io_buffer_bytes),
-      host_(endpoint_text(endpoint)) {
+      host_(endpoint_text(endpoint)),
+      watchdog_(watchdogs, *this) {
   idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
 }
 
@@ -275,14 +278,32 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientConnection>>> Clien
 }
 
 void ClientPool::release(std::unique_ptr<ClientConnection> conn) {
-  if (idle_.size() >= max_idle_) return;  // closes it
+  if (closed_ || idle_.size() >= max_idle_) return;  // closes it
   conn->idle_since_ = Clock::now();
   conn->scratch_.reset();
   conn->response_.reset();
   if (conn->buffer_.capacity() > kIdleBufferBytes) conn->buffer_.shrink_to_fit();
   idle_.push_back(std::move(conn));
+  // Only the first idle connection can move the pool's deadline earlier; a later one's expiry is read
+  // when that one comes due (a compare here, no timer operation).
+  if (idle_.size() == 1 && idle_timeout_ != Clock::duration::zero()) watchdog_.rearm();
 }
 
-void ClientPool::close_idle() { idle_.clear(); }
+void ClientPool::close_idle() {
+  closed_ = true;
+  idle_.clear();
+  watchdog_.disarm();  // an idle timeout must not hold the worker's shutdown
+}
+
+Clock::time_point ClientPool::next_deadline() const {
+  if (idle_.empty() || idle_timeout_ == Clock::duration::zero()) return Clock::time_point::max();
+  return idle_.front()->idle_since_ + idle_timeout_;
+}
+
+void ClientPool::on_deadline() {
+  const auto cutoff = Clock::now() - idle_timeout_;
+  auto fresh = std::find_if(idle_.begin(), idle_.end(), [&](const auto& c) { return c->idle_since_ > cutoff; });
+  idle_.erase(idle_.begin(), fresh);  // closes them
+}
 
 }  // namespace sluice::proxy::h1

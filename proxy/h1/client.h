@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/watchdog.h"
 #include "proxy/exchange.h"
 #include "proxy/h1/message.h"
 
@@ -65,10 +66,15 @@ class ClientConnection final : public ClientExchange {
   Clock::time_point idle_since_;
 };
 
-class ClientPool {
+// Idle connections are kept up to a count and, when `idle_timeout` is not zero, closed once idle that
+// long (one entry in the worker's Watchdogs for the whole pool, due when its oldest connection expires).
+class ClientPool final : private net::Watchdog::Target {
  public:
-  ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, std::size_t max_idle,
-             Clock::duration connect_timeout, std::size_t max_response_header_bytes, std::size_t io_buffer_bytes);
+  ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
+             std::size_t max_idle, Clock::duration idle_timeout, Clock::duration connect_timeout,
+             std::size_t max_response_header_bytes, std::size_t io_buffer_bytes);
+  ClientPool(const ClientPool&) = delete;
+  ClientPool& operator=(const ClientPool&) = delete;
 
   // An idle connection, or a new one. Error: connection refused, timeout, ... A pooled connection is
   // checked for a close by the app when `verify` is set or it has been idle long enough for the app to
@@ -78,6 +84,7 @@ class ClientPool {
   std::unique_ptr<ClientConnection> take_idle(bool verify);
   // Takes back a connection whose exchange completed cleanly and left no unread bytes.
   void release(std::unique_ptr<ClientConnection> conn);
+  // At shutdown: closes the idle connections, and those released from now on.
   void close_idle();
 
   std::size_t idle_count() const { return idle_.size(); }
@@ -87,14 +94,21 @@ class ClientPool {
   const std::string& host() const { return host_; }  // the app's address, for requests without a Host
 
  private:
+  Clock::time_point next_deadline() const override;  // the oldest idle connection's expiry
+  void on_deadline() override;                         // closes the expired ones
+
   asio::any_io_executor ex_;
   tcp::endpoint endpoint_;
   std::size_t max_idle_;
+  Clock::duration idle_timeout_;  // zero: kept until used
+  bool closed_ = false;           // shutting down: nothing is kept
   Clock::duration connect_timeout_;
   std::size_t max_response_header_bytes_;
   std::size_t io_buffer_bytes_;
   std::string host_;
-  std::vector<std::unique_ptr<ClientConnection>> idle_;  // LIFO: the warmest connection first
+  // LIFO: the warmest connection last, so the oldest idle ones are at the front.
+  std::vector<std::unique_ptr<ClientConnection>> idle_;
+  net::Watchdog watchdog_;
 };
 
 }  // namespace sluice::proxy::h1

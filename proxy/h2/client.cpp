@@ -1,9 +1,11 @@
 // h2c to the app; see client.h.
 #include "proxy/h2/client.h"
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <algorithm>
 #include <array>
 #include <charconv>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "proxy/field_value.h"
 #include "proxy/h2/client_connection.h"
@@ -139,10 +141,11 @@ void ClientStream::cancel() {
 
 Staleness ClientStream::stale() const { return state_->refused ? Staleness::unprocessed : Staleness::fresh; }
 
-ClientPool::ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, Clock::duration connect_timeout,
+ClientPool::ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
+                       Clock::duration idle_timeout, Clock::duration connect_timeout,
                        std::size_t max_response_header_bytes)
-    : ex_(ex), endpoint_(endpoint), connect_timeout_(connect_timeout),
-      max_response_header_bytes_(max_response_header_bytes) {}
+    : ex_(ex), endpoint_(endpoint), idle_timeout_(idle_timeout), connect_timeout_(connect_timeout),
+      max_response_header_bytes_(max_response_header_bytes), watchdog_(watchdogs, *this) {}
 
 ClientPool::~ClientPool() {
   for (auto& c : connections_) c->retire();
@@ -159,6 +162,10 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPoo
   if (!conn) {
     conn = std::make_shared<ClientConnection>(ex_, max_response_header_bytes_);
     connections_.push_back(conn);
+    if (connections_.size() == 1 && idle_timeout_ != Clock::duration::zero() && !closed_) {
+      next_check_ = Clock::now() + idle_timeout_;
+      watchdog_.rearm();
+    }
     asio::co_spawn(ex_, ClientConnection::connect(conn, endpoint_, connect_timeout_), asio::detached);
   }
   conn->reserve();  // until the stream's send_head submits it (or the stream goes)
@@ -176,6 +183,21 @@ void ClientPool::close_idle() {
     c->retire();
     return true;
   });
+  closed_ = true;
+  watchdog_.disarm();
+}
+
+void ClientPool::on_deadline() {
+  const auto now = Clock::now();
+  std::erase_if(connections_, [&](const auto& c) {
+    if (!c->broken() && !(c->idle() && now - c->idle_since() >= idle_timeout_)) return false;
+    c->retire();
+    return true;
+  });
+  // A busy connection may go idle without telling the pool: look again within a timeout.
+  next_check_ = now + idle_timeout_;
+  for (const auto& c : connections_)
+    if (c->idle()) next_check_ = std::min(next_check_, c->idle_since() + idle_timeout_);
 }
 
 asio::awaitable<std::optional<bool>> speaks_h2c(const asio::any_io_executor& ex, tcp::endpoint endpoint,

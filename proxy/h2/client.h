@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/watchdog.h"
 #include "proxy/asio.h"
 #include "proxy/exchange.h"
 #include "proxy/h2/fields.h"
@@ -59,29 +60,40 @@ class ClientStream final : public ClientExchange {
   bool submitted_ = false;
 };
 
-// A worker's h2c connections to one app address.
-class ClientPool {
+// A worker's h2c connections to one app address. With an `idle_timeout`, a connection without streams
+// for that long is closed (the pool's entry in the worker's Watchdogs is due at the earliest expiry, and
+// at least once per timeout while it has connections).
+class ClientPool final : private net::Watchdog::Target {
  public:
-  ClientPool(const asio::any_io_executor& ex, tcp::endpoint endpoint, Clock::duration connect_timeout,
-             std::size_t max_response_header_bytes);
+  ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
+             Clock::duration idle_timeout, Clock::duration connect_timeout, std::size_t max_response_header_bytes);
   ~ClientPool();
   ClientPool(const ClientPool&) = delete;
   ClientPool& operator=(const ClientPool&) = delete;
 
   // A stream on a connection with room, to be begun by its send_head. Connects when no connection has room.
   asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> open();
-  // Closes connections without streams; the others close once their streams end.
+  // At shutdown: closes connections without streams; the others close once their streams end.
   void close_idle();
 
   const tcp::endpoint& endpoint() const { return endpoint_; }
   std::size_t connection_count() const { return connections_.size(); }
 
  private:
+  Clock::time_point next_deadline() const override {
+    return connections_.empty() ? Clock::time_point::max() : next_check_;
+  }
+  void on_deadline() override;  // closes the connections idle for the timeout
+
   asio::any_io_executor ex_;
   tcp::endpoint endpoint_;
+  Clock::duration idle_timeout_;  // zero: kept until the pool goes
+  bool closed_ = false;           // shutting down: no idle timeout holds the worker
   Clock::duration connect_timeout_;
   std::size_t max_response_header_bytes_;
   std::vector<std::shared_ptr<ClientConnection>> connections_;
+  Clock::time_point next_check_ = Clock::time_point::max();
+  net::Watchdog watchdog_;
 };
 
 // ENABLE_HTTP2_AUTO_DETECTION: does the app at `endpoint` answer the HTTP/2 connection preface with

@@ -105,6 +105,7 @@ int ClientConnection::on_stream_close(nghttp2_session*, int32_t id, uint32_t err
   if (it == self.streams_.end()) return 0;
   auto st = std::move(it->second);
   self.streams_.erase(it);
+  if (self.streams_.empty() && self.opening_ == 0) self.idle_since_ = Clock::now();
   st->closed = true;
   if (!st->body_done && !st->failure) {
     st->refused = error == NGHTTP2_REFUSED_STREAM && st->heads.empty();

@@ -77,9 +77,13 @@ class ClientConnection {
     return streams_.size() + opening_ < limit;
   }
   bool idle() const { return streams_.empty() && opening_ == 0; }
+  // When it last became idle (or was made): what the pool's idle timeout counts from.
+  Clock::time_point idle_since() const { return idle_since_; }
   bool broken() const { return broken_; }
   void reserve() { ++opening_; }
-  void unreserve() { --opening_; }
+  void unreserve() {
+    if (--opening_ == 0 && streams_.empty()) idle_since_ = Clock::now();
+  }
 
   error_code submit(const FieldList& fields, bool end_stream, const std::shared_ptr<ClientStreamState>& st);
   void resume(ClientStreamState& st) {
@@ -146,6 +150,7 @@ class ClientConnection {
   bool broken_ = false;
   bool going_away_ = false;
   error_code connect_error_;
+  Clock::time_point idle_since_ = Clock::now();
 };
 
 }  // namespace sluice::proxy::h2

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "harness.h"
+#include "raw_app.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::test {
@@ -83,6 +84,23 @@ TEST_F(Forwarding, ReusesClientAndAppConnections) {
   auto stats = curl({"http://127.0.0.1:" + std::to_string(backend.port) + "/stats"});
   // The app saw the 5 proxied requests over a single connection (plus this direct one).
   EXPECT_NE(stats.out.find("connections=2"), std::string::npos) << stats.out;
+}
+
+// An app connection left idle in the pool is closed after SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS (queue-proxy's
+// Go transport closes them after 90 s), and the next request opens a fresh one.
+TEST(ForwardingPool, AnIdleAppConnectionIsClosedAfterTheIdleTimeout) {
+  using namespace std::chrono_literals;
+  RawApp app("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  Sidecar sidecar{SidecarOptions{.user_port = app.port(), .env = {{"SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS", "1"}}}};
+  const auto connections = app.connections();
+  const auto closed = app.closed_by_peer();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(curl({sidecar.url("/")}).out, "ok");
+  EXPECT_EQ(app.connections(), connections + 1);
+  EXPECT_TRUE(eventually([&] { return app.closed_by_peer() == closed + 1; }, 5s));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1s) << "closed before it had been idle for the timeout";
+  EXPECT_EQ(curl({sidecar.url("/")}).out, "ok");
+  EXPECT_EQ(app.connections(), connections + 2);
 }
 
 TEST_F(Forwarding, AnswersPipelinedRequestsInOrder) {

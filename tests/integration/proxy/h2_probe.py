@@ -7,7 +7,8 @@
                                   every request with the response MODE names, malformed or not; MODE
                                   refuse_first (refuse_twice) answers the first stream (the first two) with
                                   RST_STREAM REFUSED_STREAM and every later one as "good", printing
-                                  "refused|answered connection N stream S" for each
+                                  "refused|answered connection N stream S" for each; every mode prints
+                                  "accepted connection N" and "closed connection N" (by sluice)
 """
 import json
 import socket
@@ -121,6 +122,7 @@ def serve_app(mode):
             while True:
                 chunk = sock.recv(65536)
                 if not chunk:
+                    print(f"closed connection {connection}", flush=True)
                     return
                 buf += chunk
                 if buf.startswith(PREFACE):
@@ -150,6 +152,7 @@ def serve_app(mode):
     while True:
         sock, _ = listener.accept()
         state["connections"] += 1
+        print(f"accepted connection {state['connections']}", flush=True)
         threading.Thread(target=serve, args=(sock, state["connections"]), daemon=True).start()
 
 

@@ -104,6 +104,9 @@ class FakeH2App {
     return c;
   }
   std::string output() const { return process_.stdout_text(); }
+  bool saw(const std::string& line, std::chrono::milliseconds timeout) {
+    return process_.wait_for_line(line, timeout).has_value();
+  }
 
  private:
   Process process_;
@@ -154,6 +157,22 @@ TEST(H2cUpstreamMalformed, WellFormedResponsePassesAndLengthMismatchIsCut) {
   Sidecar to_short{SidecarOptions{.user_port = short_body.port, .env = {{"SLUICE_UPSTREAM_PROTOCOL", "h2c"}}}};
   auto cut = curl({"-o", "/dev/null", "-w", "%{http_code}", to_short.url("/")});
   EXPECT_TRUE(cut.exit_code != 0 || cut.out == "502") << cut.out << cut.err;
+}
+
+// An h2c connection to the app without streams for SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS is closed, as an
+// HTTP/1.1 one is; the next request connects again.
+TEST(H2cUpstreamPool, AConnectionWithoutStreamsIsClosedAfterTheIdleTimeout) {
+  FakeH2App app("good");
+  Sidecar sidecar{SidecarOptions{.user_port = app.port, .env = {{"SLUICE_UPSTREAM_PROTOCOL", "h2c"},
+                                                                 {"SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS", "1"}}}};
+  const auto start = std::chrono::steady_clock::now();
+  auto r = curl({"-sS", sidecar.url("/")});
+  EXPECT_EQ(r.out, "hello") << r.err;
+  EXPECT_TRUE(app.saw("closed connection 1", 5s)) << app.output();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1s) << "closed before it had been idle for the timeout";
+  r = curl({"-sS", sidecar.url("/")});
+  EXPECT_EQ(r.out, "hello") << r.err;
+  EXPECT_TRUE(app.saw("accepted connection 2", 5s)) << app.output();
 }
 
 // h2spec (RFC 7540/9113 and HPACK conformance): $H2SPEC, or /var/tmp/h2spec as

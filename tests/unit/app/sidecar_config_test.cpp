@@ -47,7 +47,19 @@ TEST(SidecarConfig, ReadsKnativeVariables) {
   EXPECT_EQ(c.revision, "hello-00001");
   EXPECT_EQ(c.pod_ip, "10.0.0.7");
   EXPECT_EQ(c.proxy.upstream_max_idle, 10u);  // = container concurrency, as queue-proxy
+  EXPECT_EQ(c.proxy.timeouts.upstream_idle, std::chrono::seconds(90));  // Go's http.Transport's, as queue-proxy
   EXPECT_FALSE(c.proxy.request_log);
+}
+
+TEST(SidecarConfig, UpstreamIdleTimeoutIsSecondsAndZeroKeepsConnections) {
+  auto env = kRequired;
+  env["SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS"] = "5";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.timeouts.upstream_idle, std::chrono::seconds(5));
+  env["SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS"] = "0";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.timeouts.upstream_idle.count(), 0);
+  env["SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS"] = "-1";
+  auto err = error_of(env);
+  EXPECT_NE(err.find("SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS"), std::string::npos) << err;
 }
 
 TEST(SidecarConfig, EachMissingRequiredVariableIsNamed) {

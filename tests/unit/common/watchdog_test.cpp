@@ -69,6 +69,28 @@ TEST_F(WatchdogsTest, EachDeadlineIsToldOnceItHasPassedInOrder) {
   EXPECT_EQ(all->size(), 0u);
 }
 
+// A target whose deadline went away (a pool whose connections closed at shutdown) takes its entry out at
+// once: the worker's timer stops, so its io_context runs out of work instead of waiting for the old time.
+TEST_F(WatchdogsTest, ADisarmedWatchdogLeavesTheTimerAndCanComeBack) {
+  Deadline a(*all, "a", log);
+  a.set(Clock::now() + 1h);
+  EXPECT_EQ(all->size(), 1u);
+  a.at = Clock::time_point::max();
+  a.dog->disarm();
+  EXPECT_EQ(all->size(), 0u);
+  io.restart();
+  const auto start = Clock::now();
+  io.run_for(5s);  // returns as soon as nothing is pending
+  EXPECT_LT(Clock::now() - start, 1s) << "the worker's timer still waited";
+  EXPECT_TRUE(log.empty());
+
+  a.set(Clock::now() + 10ms);  // rearm() puts it back
+  EXPECT_EQ(all->size(), 1u);
+  io.restart();
+  run_until([&] { return !log.empty(); });
+  EXPECT_EQ(log, std::vector<std::string>{"a"});
+}
+
 TEST_F(WatchdogsTest, ADeadlineMovedLaterIsReadAgainNotFired) {
   Deadline a(*all, "a", log);
   const auto start = Clock::now();
