@@ -91,7 +91,10 @@ asio::awaitable<void> exchange(h2::ClientPool& pool, bool post, bool head) {
 }
 
 asio::awaitable<void> exchanges(const tcp::endpoint& app, int count, bool post, bool head, std::size_t max_head_bytes) {
-  h2::ClientPool pool(co_await asio::this_coro::executor, app, 1s, max_head_bytes);
+  auto ex = co_await asio::this_coro::executor;
+  sluice::net::Watchdogs watchdogs(ex);
+  // No idle timeout: the pool closes its connections when the run ends.
+  h2::ClientPool pool(ex, watchdogs, app, Clock::duration::zero(), 1s, max_head_bytes);
   if (count == 1) co_await exchange(pool, post, false);
   else if (count == 2) co_await (exchange(pool, post, false) && exchange(pool, false, head));
   else co_await (exchange(pool, post, false) && exchange(pool, false, head) && exchange(pool, false, false));
