@@ -345,7 +345,7 @@ int run_gateway(Args args) {
       view.stop();
       // Off the control thread: the fleet keeps starting instances for buffered requests meanwhile.
       drainer = std::thread([&] {
-        server.shutdown(cfg.drain_timeout);
+        server.shutdown({.in_flight = cfg.drain_timeout, .upgraded = cfg.drain_timeout});
         log::info("drained: stopping instances");
         fleet->stop_all();
         finished.set_value();

@@ -3,6 +3,7 @@
 // queue-proxy does (health checks fail, quiet period, in-flight exchanges finish) and exits 0.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <thread>
 
@@ -114,9 +115,15 @@ int run_sidecar(Args args) {
     while (true) {
       auto [ec, sig] = co_await signals.async_wait(asio::as_tuple(asio::use_awaitable));
       if (ec) co_return;
+      if (!first) {
+        // As queue-proxy (knative.dev/pkg/signals): a second signal ends the process at once, exit 1.
+        log::warn("second signal: exiting at once").kv("signal", sig).kv("open_connections", server.open_connections());
+        std::fflush(stdout);
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
       log::info("draining").kv("signal", sig).kv("open_connections", server.open_connections());
       plane.terminate();
-      if (!first) continue;
       first = false;
       asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         co_await plane.drained();
@@ -128,7 +135,7 @@ int run_sidecar(Args args) {
 
   drained.get_future().wait();
   log::info("drained: closing listeners").kv("open_connections", server.open_connections());
-  server.shutdown(cfg.drain_timeout);
+  server.shutdown(cfg.drain);
   control.stop();
   control_thread.join();
   log::info("stopped");

@@ -1,6 +1,7 @@
 // Sidecar configuration; see sidecar_config.h. Names and meanings follow Knative's queue-proxy.
 #include "app/sidecar_config.h"
 
+#include <charconv>
 #include <filesystem>
 
 #include <boost/asio/ip/address.hpp>
@@ -9,6 +10,7 @@
 #include "app/observability_config.h"
 #include "app/tls_knobs.h"
 #include "common/config_error.h"
+#include "common/listen.h"
 #include "common/log.h"
 #include "proxy/request_log/template.h"
 
@@ -39,8 +41,15 @@ std::vector<OptionSpec> sidecar_options() {
        "the user container's probe as JSON (tcpSocket/httpGet); default: TCP connect to USER_PORT"},
       {"ENABLE_MULTI_CONTAINER_PROBES", "enable-multi-container-probes", false,
        "true: SERVING_READINESS_PROBE is an array, one probe per container, and all must pass"},
-      {"SLUICE_WORKERS", "workers", false, "worker threads, 0 = one per CPU (default 0)"},
-      {"SLUICE_LISTEN_ADDRESS", "listen-address", false, "address to listen on (default 0.0.0.0; :: for dual stack)"},
+      {"SLUICE_WORKERS", "workers", false,
+       "worker threads (default: GOMAXPROCS when set, else the CPUs this process may use: its affinity, "
+       "capped by the cgroup's CPU quota rounded down, at least 1, as queue-proxy's automaxprocs)"},
+      {"GOMAXPROCS", "gomaxprocs", false, "honoured as queue-proxy's Go runtime does: worker threads, when no SLUICE_WORKERS"},
+      {"SLUICE_LISTEN_ADDRESS", "listen-address", false,
+       "address every port listens on (default: :: dual-stack, as queue-proxy; 0.0.0.0 where the host has no IPv6)"},
+      {"SLUICE_FORWARDING_FIELDS", "forwarding-fields", false,
+       "queue-proxy (default: X-Forwarded-For gets the peer; Forwarded only from the client's X-Forwarded-*) "
+       "or full (also this hop in Forwarded, X-Forwarded-Proto, X-Request-Id)"},
       {"SLUICE_PLAIN_PROTOCOLS", "plain-protocols", false,
        "what the plain port speaks: auto (HTTP/1.1 and h2c, by prior knowledge or Upgrade), http1 or h2c (default auto)"},
       {"ENABLE_HTTP2_AUTO_DETECTION", "enable-http2-auto-detection", false,
@@ -48,9 +57,11 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_UPSTREAM_PROTOCOL", "upstream-protocol", false,
        "what the app speaks: http1, h2c (prior knowledge) or detect (default: detect with "
        "ENABLE_HTTP2_AUTO_DETECTION=true, h2c when QUEUE_SERVING_PORT is 8013 (Knative's h2c revisions), else http1)"},
-      {"SLUICE_MAX_HEADER_BYTES", "max-header-bytes", false, "request line + headers (default 65536; 431 beyond)"},
-      {"SLUICE_MAX_HEADER_COUNT", "max-header-count", false, "header fields per request (default 100; 431 beyond)"},
-      {"SLUICE_MAX_TARGET_BYTES", "max-target-bytes", false, "request target (URI) length (default 8192; 414 beyond)"},
+      {"SLUICE_MAX_HEADER_BYTES", "max-header-bytes", false,
+       "request line + headers (default 1052672, queue-proxy's 1 MiB + 4 KiB; 431 beyond)"},
+      {"SLUICE_MAX_HEADER_COUNT", "max-header-count", false,
+       "header fields per request (default 0: none beyond the bytes, as queue-proxy; 431 beyond)"},
+      {"SLUICE_MAX_TARGET_BYTES", "max-target-bytes", false, "request target (URI) length (default: max-header-bytes; 414 beyond)"},
       {"SLUICE_MAX_BODY_BYTES", "max-body-bytes", false, "request body, 0 = unlimited (default 0; 413 beyond)"},
       {"SLUICE_MAX_CONNECTIONS", "max-connections", false, "open client connections (default 10000)"},
       {"SLUICE_H2_MAX_CONCURRENT_STREAMS", "h2-max-concurrent-streams", false,
@@ -82,7 +93,10 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_SPLICE_MIN_BYTES", "splice-min-bytes", false,
        "bodies passing through unchanged with at least this many bytes left move by splice(2); 0 = never (default 16384)"},
       {"SLUICE_DRAIN_TIMEOUT_SECONDS", "drain-timeout-seconds", false,
-       "longest wait for in-flight exchanges once draining ends (default 60)"},
+       "longest wait for anything in flight once draining ends, 0 = until it ends, as queue-proxy: the pod's "
+       "grace period bounds it (default 0)"},
+      {"SLUICE_DRAIN_UPGRADED_TIMEOUT_SECONDS", "drain-upgraded-timeout-seconds", false,
+       "then, once only upgraded (WebSocket) connections remain, how long they may go on (default 60, as queue-proxy)"},
       {"SLUICE_DRAIN_QUIET_PERIOD_MS", "drain-quiet-period-ms", false,
        "after SIGTERM, drain ends this long after the last ordinary request (default 30000, as queue-proxy)"},
       {"SLUICE_TLS_CERT_FILE", "tls-cert-file", false,
@@ -191,11 +205,11 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     const bool explicit_pair = !cert.empty() || !key.empty();
     if (cert.empty()) cert = kCert;
     if (key.empty()) key = kKey;
-    // Checked even while the TLS port is off (queue-proxy reads them only then): a bad value would stop
-    // the pod the day system-internal TLS is turned on, so it stops it now, where the change was made.
+    // The QUEUE_PROXY_TLS_* knobs are read only while the TLS port is on, as queue-proxy reads them:
+    // a value it would ignore never stops the pod.
     proxy::TlsConfig tls{.cert_file = cert, .key_file = key};
-    apply_tls_knobs(o, tls);
     if (explicit_pair || (std::filesystem::exists(cert) && std::filesystem::exists(key))) {
+      apply_tls_knobs(o, tls);
       tls.reload_interval = proxy::Millis(o.get_int("SLUICE_TLS_RELOAD_MS", 10000, 0, 86'400'000));
       c.proxy.tls = tls;
     }
@@ -220,15 +234,17 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   c.logging_level = o.get_string("SERVING_LOGGING_LEVEL", "info");
   if (c.logging_level.empty()) c.logging_level = "info";
   log::Level level;
-  if (!log::parse_level(c.logging_level, level))
-    throw ConfigError("SERVING_LOGGING_LEVEL=\"" + c.logging_level +
-                      "\": expected debug, info, warn or error");
+  if (!log::parse_level(c.logging_level, level)) {
+    // queue-proxy's logger ignores a level it cannot read and logs at its default, info.
+    c.not_acted_on.push_back("SERVING_LOGGING_LEVEL=" + c.logging_level + " (not a level: info is used)");
+    c.logging_level = "info";
+  }
 
   auto obs = parse_observability(o);
   c.proxy.request_log = obs.request_log;
   c.proxy.probe_request_log = obs.probe_request_log;
   c.user_metrics = obs.prometheus_metrics;
-  c.not_acted_on = obs.not_acted_on;
+  c.not_acted_on.insert(c.not_acted_on.end(), obs.not_acted_on.begin(), obs.not_acted_on.end());
   if (!obs.request_log_template.empty()) {
     try {
       c.proxy.request_log_template = std::make_shared<const proxy::RequestLogTemplate>(obs.request_log_template);
@@ -260,8 +276,17 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   c.proxy.readiness = probes.front();
   c.proxy.sidecar_readiness.assign(probes.begin() + 1, probes.end());
 
+  // queue-proxy's Go runtime honours GOMAXPROCS when the pod sets it; so does the sidecar.
   c.proxy.workers = static_cast<unsigned>(o.get_int("SLUICE_WORKERS", 0, 0, 1024));
-  c.proxy.listen_address = o.get_string("SLUICE_LISTEN_ADDRESS", "0.0.0.0");
+  if (c.proxy.workers == 0) {
+    // As Go's runtime: a positive integer counts, anything else is ignored.
+    auto go = o.get_string("GOMAXPROCS");
+    unsigned n = 0;
+    auto [p, ec] = std::from_chars(go.data(), go.data() + go.size(), n);
+    if (ec == std::errc() && p == go.data() + go.size() && n > 0) c.proxy.workers = std::min(n, 1024u);
+  }
+  c.proxy.listen_address = o.get_string("SLUICE_LISTEN_ADDRESS");
+  if (c.proxy.listen_address.empty()) c.proxy.listen_address = net::any_address();
   {
     boost::system::error_code ec;
     boost::asio::ip::make_address(c.proxy.listen_address, ec);
@@ -269,6 +294,11 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
       throw ConfigError("SLUICE_LISTEN_ADDRESS=\"" + c.proxy.listen_address +
                         "\": expected an IPv4 or IPv6 address");
   }
+  auto forwarding = o.get_string("SLUICE_FORWARDING_FIELDS", "queue-proxy");
+  using Fields = proxy::ProxyConfig::ForwardingFields;
+  if (forwarding == "queue-proxy") c.proxy.forwarding_fields = Fields::queue_proxy;
+  else if (forwarding == "full") c.proxy.forwarding_fields = Fields::full;
+  else throw ConfigError("SLUICE_FORWARDING_FIELDS=\"" + forwarding + "\": expected queue-proxy or full");
   auto plain = o.get_string("SLUICE_PLAIN_PROTOCOLS", "auto");
   if (plain == "auto") c.proxy.plain_protocols = proxy::ProxyConfig::PlainProtocols::http1_and_h2c;
   else if (plain == "http1") c.proxy.plain_protocols = proxy::ProxyConfig::PlainProtocols::http1;
@@ -286,9 +316,12 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   else if (upstream == "detect") c.proxy.upstream_protocol = Upstream::detect;
   else throw ConfigError("SLUICE_UPSTREAM_PROTOCOL=\"" + upstream + "\": expected http1, h2c or detect");
   auto& l = c.proxy.limits;
-  l.max_header_bytes = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_BYTES", 65536, 1024, 16 << 20));
-  l.max_header_count = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_COUNT", 100, 1, 100000));
-  l.max_target_bytes = static_cast<std::size_t>(o.get_int("SLUICE_MAX_TARGET_BYTES", 8192, 16, 16 << 20));
+  // queue-proxy (Go's net/http) reads a request head of up to 1 MiB plus 4 KiB of buffer slack, with no
+  // limit of its own on the field count or the target's length: by default sluice accepts the same.
+  l.max_header_bytes = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_BYTES", (1 << 20) + 4096, 1024, 16 << 20));
+  l.max_header_count = static_cast<std::size_t>(o.get_int("SLUICE_MAX_HEADER_COUNT", 0, 0, 1'000'000));
+  l.max_target_bytes = static_cast<std::size_t>(
+      o.get_int("SLUICE_MAX_TARGET_BYTES", static_cast<std::int64_t>(l.max_header_bytes), 16, 16 << 20));
   l.max_body_bytes = static_cast<std::uint64_t>(o.get_int("SLUICE_MAX_BODY_BYTES", 0, 0, INT64_MAX));
   l.max_connections = static_cast<std::size_t>(o.get_int("SLUICE_MAX_CONNECTIONS", 10000, 1, 10'000'000));
   auto& h2 = l.h2;
@@ -306,7 +339,8 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   t.client_header = seconds(o.get_int("SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", 60, 1, kMaxSeconds));
   t.upstream_connect = seconds(o.get_int("SLUICE_UPSTREAM_CONNECT_TIMEOUT_SECONDS", 5, 1, 3600));
   t.upstream_idle = seconds(o.get_int("SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS", 90, 0, kMaxSeconds));
-  c.drain_timeout = seconds(o.get_int("SLUICE_DRAIN_TIMEOUT_SECONDS", 60, 0, kMaxSeconds));
+  c.drain.in_flight = seconds(o.get_int("SLUICE_DRAIN_TIMEOUT_SECONDS", 0, 0, kMaxSeconds));
+  c.drain.upgraded = seconds(o.get_int("SLUICE_DRAIN_UPGRADED_TIMEOUT_SECONDS", 60, 0, kMaxSeconds));
   t.drain_quiet_period = proxy::Millis(o.get_int("SLUICE_DRAIN_QUIET_PERIOD_MS", 30000, 0, kMaxSeconds * 1000));
   c.proxy.container_concurrency = static_cast<std::size_t>(c.container_concurrency);
   c.proxy.queue_depth = static_cast<std::size_t>(

@@ -8,6 +8,7 @@
 #include "metrics/request_metrics.h"
 #include "proxy/config.h"
 #include "proxy/control_plane.h"
+#include "proxy/server.h"
 #include "proxy/telemetry/config.h"
 
 namespace sluice::app {
@@ -19,7 +20,7 @@ struct SidecarConfig {
   std::string namespace_name, configuration, revision, pod, pod_ip, service;
   std::string logging_level = "info";
   bool revision_timeout_disabled = false;  // REVISION_TIMEOUT_SECONDS=0 (QP: every request 504s)
-  proxy::Millis drain_timeout{proxy::Seconds(60)};  // in-flight wait once the quiet period passed
+  proxy::Server::ShutdownLimits drain;  // waits for in-flight exchanges once the quiet period passed
   proxy::ControlConfig control;
   bool user_metrics = false;  // SERVING_REQUEST_METRICS_BACKEND / OBSERVABILITY_CONFIG: prometheus
   metrics::MetricNames metric_names = metrics::MetricNames::knative_legacy;

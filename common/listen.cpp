@@ -44,6 +44,18 @@ std::uint16_t open_listener(tcp::acceptor& acceptor, const tcp::endpoint& ep, co
   }
 }
 
+std::string any_address() {
+  // A dual-stack socket bound to [::]:0 proves both that IPv6 is there (no ipv6.disable=1, no
+  // EAFNOSUPPORT in this network namespace) and that it accepts IPv4 as mapped addresses.
+  asio::io_context io;
+  tcp::acceptor probe(io);
+  error_code ec;
+  probe.open(tcp::v6(), ec);
+  if (!ec) probe.set_option(asio::ip::v6_only(false), ec);
+  if (!ec) probe.bind(tcp::endpoint(tcp::v6(), 0), ec);
+  return ec ? "0.0.0.0" : "::";
+}
+
 void claim_port(const tcp::endpoint& ep, const std::string& listener) {
   if (ep.port() == 0) return;
   asio::io_context io;

@@ -26,6 +26,10 @@ std::string endpoint_text(const tcp::endpoint& ep);
 std::uint16_t open_listener(tcp::acceptor& acceptor, const tcp::endpoint& ep, const std::string& listener,
                             bool share_with_own_workers);
 
+// The address that listens on every interface of this host: "::" (dual-stack, IPv4 clients arrive as
+// v4-mapped addresses, as Go's ":port" listens) where the kernel has IPv6, else "0.0.0.0".
+std::string any_address();
+
 // Fails with AddressInUse when anything listens on `ep` already, SO_REUSEPORT or not: a bind without
 // SO_REUSEPORT conflicts with every listening socket on the port. Port 0 needs no check (the kernel
 // picks a free port). The probe is closed before the workers bind: two sluices started within that

@@ -34,7 +34,7 @@ asio::awaitable<void> serve_connection(tcp::socket socket) {
 
   for (;;) {
     parser.emplace();
-    parser->header_limit(64 * 1024);
+    parser->header_limit((1 << 20) + 4096);  // as Go's net/http, which most Knative apps use
     parser->body_limit(std::numeric_limits<std::uint64_t>::max());
     auto [ec, n] = co_await http::async_read_header(socket, buffer, *parser, use_nothrow);
     (void)n;

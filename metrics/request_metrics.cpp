@@ -76,10 +76,11 @@ RequestMetrics::RequestMetrics(const RequestMetricsConfig& c) : impl_(std::make_
                                      .Add(impl_->legacy_labels);
   }
   if (otel) {
-    proxy_.duration_s = &prometheus::BuildHistogram()
-                             .Name("kn_serving_invocation_duration_seconds")
-                             .Help("The duration of requests routed through queue-proxy")
-                             .Register(r);
+    // As queue-proxy >= 1.19: the app's exchange alone, after the breaker (no queueing).
+    app_.duration_s = &prometheus::BuildHistogram()
+                           .Name("kn_serving_invocation_duration_seconds")
+                           .Help("The duration of task execution")
+                           .Register(r);
     impl_->queue_depth_otel = &prometheus::BuildGauge()
                                    .Name("kn_serving_queue_depth")
                                    .Help("The current number of items in the serving and waiting queue")
@@ -131,8 +132,8 @@ void RequestMetrics::record_app(int status, double latency_seconds) {
 
 std::vector<DurationPoint> RequestMetrics::durations() const {
   std::vector<DurationPoint> out;
-  for (std::size_t status = 0; status < proxy_.by_status.size(); ++status) {
-    const auto* s = proxy_.by_status[status].load(std::memory_order_acquire);
+  for (std::size_t status = 0; status < app_.by_status.size(); ++status) {
+    const auto* s = app_.by_status[status].load(std::memory_order_acquire);
     if (!s || !s->duration_s) continue;
     const auto m = s->duration_s->Collect().histogram;
     DurationPoint p{.status = static_cast<int>(status), .count = m.sample_count, .sum = m.sample_sum};

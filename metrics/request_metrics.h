@@ -1,6 +1,7 @@
 // User-facing request metrics (queue-proxy's :9091): request counts and latency histograms by response
 // code, for the proxy (what the client saw, queueing included) and for the app (the upstream exchange
-// alone), and the breaker's queue depth. Knative renamed these in 1.19; either family, or both, is served.
+// alone), and the breaker's queue depth. Knative renamed these in 1.19 and kept only the app's side
+// (kn_serving_invocation_duration_seconds); either family, or both, is served.
 #pragma once
 
 #include <array>

@@ -21,7 +21,7 @@ using Millis = std::chrono::milliseconds;
 
 struct Limits {
   std::size_t max_header_bytes = 64 * 1024;  // request line + headers (431 beyond)
-  std::size_t max_header_count = 100;        // fields per request (431 beyond)
+  std::size_t max_header_count = 100;        // fields per request (431 beyond); 0 = no limit
   std::size_t max_target_bytes = 8192;       // request target (414 beyond)
   std::uint64_t max_body_bytes = 0;          // 0 = unlimited (413 beyond)
   std::size_t max_connections = 10000;       // per process; further accepts are closed at once
@@ -80,7 +80,7 @@ struct ProxyConfig {
   std::uint16_t port = 8012;                // 0 = ephemeral (logged)
   std::string upstream_host = "127.0.0.1";
   std::uint16_t upstream_port = 8080;
-  unsigned workers = 0;                      // 0 = one per available CPU
+  unsigned workers = 0;                      // 0 = one per CPU it may use (common/cpu_budget.h)
   std::size_t upstream_max_idle = 1000;      // idle keep-alive connections kept per worker
   std::size_t io_buffer_bytes = 64 * 1024;   // body relay buffer per direction per exchange
   // A body with at least this many bytes still to come, passing through unchanged (HTTP/1.1 without
@@ -96,6 +96,11 @@ struct ProxyConfig {
   // protocol is translated to it.
   enum class UpstreamProtocol { http1, h2c, detect };
   UpstreamProtocol upstream_protocol = UpstreamProtocol::http1;
+  // The forwarding fields the app gets: queue-proxy's (X-Forwarded-For with the peer appended;
+  // Forwarded only when synthesized from the client's X-Forwarded-*), or those and this hop in Forwarded,
+  // X-Forwarded-Proto and an X-Request-Id made when the client sent none.
+  enum class ForwardingFields { queue_proxy, full };
+  ForwardingFields forwarding_fields = ForwardingFields::full;
   std::size_t container_concurrency = 0;  // 0 = no breaker
   std::size_t queue_depth = 0;            // waiting requests beyond the concurrency (Knative: 10x)
   ReadinessProbeConfig readiness;  // the app's

@@ -170,11 +170,7 @@ asio::awaitable<ControlResponse> ControlPlane::serve_admin(const ControlRequest&
 }
 
 void ControlPlane::terminate() {
-  if (terminating_) {
-    log::info("second signal: skipping the rest of the quiet period");
-    shared_.drainer.skip_quiet_period();
-    return;
-  }
+  if (terminating_) return;
   terminating_ = true;
   shared_.drainer.start(Clock::now());
 }

@@ -13,12 +13,6 @@ void Drainer::start(Clock::time_point now) {
 
 void Drainer::reset() {
   draining_.store(false, std::memory_order_relaxed);
-  skip_ = false;
-  wake_all();
-}
-
-void Drainer::skip_quiet_period() {
-  skip_ = true;
   wake_all();
 }
 
@@ -31,10 +25,6 @@ asio::awaitable<bool> Drainer::wait_drained() {
   waiters_.push_back(&timer);
   bool drained = false;
   while (draining()) {
-    if (skip_) {
-      drained = true;
-      break;
-    }
     Clock::time_point last{Clock::duration(last_request_.load(std::memory_order_relaxed))};
     auto due = last + quiet_period_;
     if (Clock::now() >= due) {

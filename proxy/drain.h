@@ -26,8 +26,6 @@ class Drainer {
   void start(Clock::time_point now);
   // Stops draining (health checks pass again) and ends every wait with `false`.
   void reset();
-  // Ends every wait now with `true` (a second signal: no more quiet period).
-  void skip_quiet_period();
   // Returns true once drained (the quiet period passed), false when reset first.
   asio::awaitable<bool> wait_drained();
 
@@ -37,7 +35,6 @@ class Drainer {
   const Millis quiet_period_;
   std::atomic<bool> draining_{false};
   std::atomic<Clock::rep> last_request_{0};
-  bool skip_ = false;
   std::vector<asio::steady_timer*> waiters_;
 };
 

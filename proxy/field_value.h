@@ -12,6 +12,10 @@
 
 namespace sluice::proxy {
 
+// The longest field name or value a Beast head holds (it keeps 16-bit offsets): a longer one is refused
+// (431 from a client, 502 from the app) before it reaches a head.
+inline constexpr std::size_t kMaxFieldBytes = 65533;
+
 template <class Fields>
 std::string_view field_value(const Fields& fields, http::field name) {
   for (const auto& f : fields)

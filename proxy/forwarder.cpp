@@ -104,9 +104,11 @@ asio::awaitable<void> Forwarding::run() {
     if (*h2c) protocol = AppProtocol::h2c;
   }
 
+  const bool full_fields = w.config.forwarding_fields == ProxyConfig::ForwardingFields::full;
   RequestRewrite rw{.peer_address = down_.peer_address(),
                     .scheme = down_.is_tls() ? kHttps : std::string_view(w.scheme),
-                    .request_ids = &w.request_ids};
+                    .request_ids = full_fields ? &w.request_ids : nullptr,
+                    .hop_in_forwarded = full_fields};
   ForwardedRequest request(req_, rw, body, record_, upgrade_);
   // A body that arrived whole with the head travels in the same write as the request head, and can go
   // again on a fresh connection; one that streams cannot.
@@ -152,8 +154,6 @@ asio::awaitable<void> Forwarding::run() {
     upstream_failed_ = false;
   }
 
-  if (response_started_ && worker_.shared.request_metrics)
-    worker_.shared.request_metrics->record_app(record_.status, seconds_between(upstream_start_, Clock::now()));
   if (gone_ && !response_complete_) {
     // nginx's rule: 499 when the client left before the response began; a cut response keeps its status.
     if (!response_started_) record_.status = kClientClosedRequest;
@@ -167,6 +167,11 @@ asio::awaitable<void> Forwarding::run() {
   } else {
     up_.reset();
   }
+}
+
+void Forwarding::count_app_exchange(Clock::time_point end) const {
+  if (worker_.shared.request_metrics && upstream_start_ != Clock::time_point{})
+    worker_.shared.request_metrics->record_app(record_.status, seconds_between(upstream_start_, end));
 }
 
 }  // namespace forwarding
@@ -197,6 +202,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
     {
       forwarding::Forwarding f(worker, down);
       co_await f.run();
+      f.count_app_exchange(Clock::now());
     }
     // The exchange counts until its codec has taken the whole response (or the client is gone).
     if (!down.is_flushed()) co_await down.flushed();

@@ -93,7 +93,10 @@ asio::awaitable<void> Forwarding::respond() {
     beast::flat_buffer* already = nullptr;
     if (tcp::socket* app = up_->tunnel_socket(already)) {
       deadline_.tunnel();
+      auto& tunnels = worker_.shared.open_tunnels;
+      tunnels.fetch_add(1, std::memory_order_relaxed);
       co_await down_.tunnel(*app, *already, deadline_.last_write());
+      tunnels.fetch_sub(1, std::memory_order_relaxed);
     }
     response_complete_ = false;  // the connection ended with the tunnel
     co_return;

@@ -33,6 +33,10 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   Forwarding& operator=(const Forwarding&) = delete;
 
   asio::awaitable<void> run();
+  // After run(): the app's side of the exchange in the request metrics, once the app was asked, with the
+  // status the exchange ended with (queue-proxy's app metrics sit after its breaker, around its proxy,
+  // so a 502 from a refused connection counts and the queue wait does not).
+  void count_app_exchange(Clock::time_point end) const;
 
  private:
   void client_gone() override {

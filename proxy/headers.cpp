@@ -157,9 +157,8 @@ void RequestIdGenerator::next_into(std::string& out) {
   out.assign(text, sizeof text);
 }
 
-bool is_knative_revision_header(std::string_view name) {
-  constexpr std::string_view prefix = "knative-serving-";
-  return name.size() > prefix.size() && iequals(name.substr(0, prefix.size()), prefix);
+bool is_activator_revision_header(std::string_view name) {
+  return iequals(name, "knative-serving-revision") || iequals(name, "knative-serving-namespace");
 }
 
 }  // namespace sluice::proxy

@@ -32,9 +32,11 @@ void append_x_forwarded_for(std::string& xff, std::string_view peer);
 // K-Original-Host: the Host the activator replaced; restored before the request reaches the app.
 inline constexpr std::string_view kOriginalHostHeader = "K-Original-Host";
 
-// Knative-Serving-* fields (Knative-Serving-Revision, -Namespace, ...) that Knative's routing layers
-// add for themselves; they are removed before the app sees the request.
-bool is_knative_revision_header(std::string_view name);
+// Knative-Serving-Revision and Knative-Serving-Namespace, which the activator adds for itself; removed
+// before the app sees the request, as queue-proxy removes them. Other Knative-Serving-* fields (the
+// route's Knative-Serving-Tag, Knative-Serving-Default-Route) reach the app through queue-proxy, and so
+// through sluice.
+bool is_activator_revision_header(std::string_view name);
 
 // Case-insensitive ASCII equality for header names and tokens.
 bool iequals(std::string_view a, std::string_view b);

@@ -65,7 +65,7 @@ void rewrite_request_fields(const http::request_header<>& req, const RequestRewr
         xff += value;
         continue;
       }
-      if (iequals(name, kOriginalHostHeader) || is_knative_revision_header(name)) continue;
+      if (iequals(name, kOriginalHostHeader) || is_activator_revision_header(name)) continue;
       if (iequals(name, "x-forwarded-proto")) {
         xfp = value;
       } else if (iequals(name, "x-forwarded-host")) {
@@ -82,11 +82,11 @@ void rewrite_request_fields(const http::request_header<>& req, const RequestRewr
 
   // RFC 7239 first (queue-proxy's shim reads the X-Forwarded-* the client sent), then this hop.
   if (forwarded.empty()) forwarded = forwarded_from_x_forwarded(xff, xfh, xfp);
-  append_forwarded_hop(forwarded, rw.peer_address, rw.scheme);
+  if (rw.hop_in_forwarded) append_forwarded_hop(forwarded, rw.peer_address, rw.scheme);
   append_x_forwarded_for(xff, rw.peer_address);
   out.field("X-Forwarded-For", xff);
-  out.field("Forwarded", forwarded);
-  if (xfp.empty()) out.field("X-Forwarded-Proto", rw.scheme);
+  if (!forwarded.empty()) out.field("Forwarded", forwarded);
+  if (xfp.empty() && rw.hop_in_forwarded) out.field("X-Forwarded-Proto", rw.scheme);
   if (!client_id) {
     if (request_id.empty() && rw.request_ids) rw.request_ids->next_into(request_id);
     if (!request_id.empty()) out.field("X-Request-Id", request_id);

@@ -15,6 +15,9 @@ struct RequestRewrite {
   std::string_view peer_address;              // client IP, for X-Forwarded-For and Forwarded
   std::string_view scheme;                    // "http" or "https"
   RequestIdGenerator* request_ids = nullptr;  // makes an X-Request-Id when the client sent none
+  // This hop in Forwarded and X-Forwarded-Proto too. Without it, as queue-proxy: X-Forwarded-For gets
+  // the peer, and Forwarded is only synthesized from the X-Forwarded-* the client sent.
+  bool hop_in_forwarded = true;
 };
 
 // Whether a field named in a message (request or response) stops at this hop: connection-specific,

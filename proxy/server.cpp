@@ -1,8 +1,10 @@
 // Workers and acceptors; see server.h.
 #include "proxy/server.h"
 
+#include <optional>
 #include <thread>
 
+#include "common/cpu_budget.h"
 #include "common/log.h"
 #include "proxy/asio.h"
 #include "proxy/listen.h"
@@ -121,7 +123,7 @@ class Worker {
 namespace {
 
 unsigned worker_count(const ProxyConfig& c) {
-  return c.workers ? c.workers : std::max(1u, std::thread::hardware_concurrency());
+  return c.workers ? c.workers : usable_cpus();
 }
 
 }  // namespace
@@ -161,11 +163,27 @@ void Server::start() {
   for (auto& w : workers_) w->start();
 }
 
-void Server::shutdown(Millis grace) {
+void Server::shutdown(ShutdownLimits limits) {
   for (auto& w : workers_) w->begin_shutdown();
-  auto deadline = Clock::now() + grace;
+  const auto start = Clock::now();
+  const auto deadline = limits.in_flight.count() > 0 ? start + limits.in_flight : Clock::time_point::max();
+  std::optional<Clock::time_point> only_upgraded_since;
+  auto all_idle = [&] {
+    for (auto& w : workers_)
+      if (!w->idle()) return false;
+    return true;
+  };
+  while (!all_idle()) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    // Upgraded connections are counted among the open ones: when they are all that is left, their wait starts.
+    const bool only_upgraded = open_connections() <= shared_.open_tunnels.load(std::memory_order_relaxed);
+    if (!only_upgraded) only_upgraded_since.reset();
+    else if (!only_upgraded_since) only_upgraded_since = now;
+    else if (now - *only_upgraded_since >= limits.upgraded) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   for (auto& w : workers_) {
-    while (!w->idle() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     w->stop();
     w->join();
   }

@@ -30,9 +30,16 @@ class Server {
   std::uint16_t tls_port() const { return tls_port_; }  // 0 without TLS
   unsigned workers() const { return static_cast<unsigned>(workers_.size()); }
 
+  // How long shutdown waits. queue-proxy waits for ordinary requests without a limit of its own (the
+  // pod's grace period bounds them), then 60 s for hijacked (upgraded) connections.
+  struct ShutdownLimits {
+    Millis in_flight{0};           // for everything still open; 0 = until it ends
+    Millis upgraded{Seconds(60)};  // once only upgraded connections remain, from that moment
+  };
+
   // Stops accepting, lets in-flight exchanges finish (keep-alive connections close after their current
-  // exchange) for at most `grace`, then stops the workers. Returns once every worker thread has ended.
-  void shutdown(Millis grace);
+  // exchange) within `limits`, then stops the workers. Returns once every worker thread has ended.
+  void shutdown(ShutdownLimits limits);
 
   std::size_t open_connections() const { return open_connections_.load(std::memory_order_relaxed); }
 

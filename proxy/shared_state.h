@@ -2,6 +2,7 @@
 // readiness, the drain state and the request metrics. Each member is thread-safe on its own.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "metrics/request_metrics.h"
@@ -34,6 +35,8 @@ struct SharedState {
   std::shared_ptr<InstanceSet> instances;  // null: every exchange goes to the configured upstream
   std::unique_ptr<telemetry::Tracer> tracer;  // null: no tracing (set by app/ before start)
   std::unique_ptr<TlsContexts> tls;  // null: no TLS port
+  // Upgraded (WebSocket) connections relaying bytes now: at shutdown they get a wait of their own.
+  std::atomic<std::size_t> open_tunnels{0};
 };
 
 }  // namespace sluice::proxy

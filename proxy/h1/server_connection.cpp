@@ -146,7 +146,9 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
       record.target.clear();
       record.request_id.clear();
       unsigned status = status_for_parse_error(ec);
-      std::string reason = status == 431   ? "request header fields too large"
+      const bool one_field = ec == make_error_code(Violation::field_too_large);
+      std::string reason = one_field         ? ec.message()
+                           : status == 431   ? "request header fields too large"
                            : status == 413 ? "request body too large"
                            : status == 400 ? "bad request: " + ec.message()
                                            : ec.message();
@@ -192,7 +194,7 @@ asio::awaitable<bool> Connection::exchange() {
   io_cancelled_ = false;
   record.protocol = "HTTP/1.1";
 
-  if (header_fields_ > worker_.config.limits.max_header_count) {
+  if (const auto max = worker_.config.limits.max_header_count; max != 0 && header_fields_ > max) {
     record.status = 0;
     co_await respond_locally(431, "too many header fields");
     co_return false;

@@ -38,6 +38,7 @@ class ViolationCategory final : public boost::system::error_category {
       case Violation::several_content_lengths: return "more than one Content-Length value";
       case Violation::content_length_and_te: return "both Content-Length and Transfer-Encoding";
       case Violation::header_too_large: return "header fields too large";
+      case Violation::field_too_large: return "a header field longer than 65533 bytes";
     }
     return "malformed message";
   }
@@ -170,7 +171,8 @@ unsigned violation_status(error_code ec) {
     case Violation::target_too_long: return 414;
     case Violation::unsupported_version: return 505;
     case Violation::te_unsupported: return 501;
-    case Violation::header_too_large: return 431;
+    case Violation::header_too_large:
+    case Violation::field_too_large: return 431;
     default: return 400;
   }
 }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 
 #include "proxy/asio.h"
@@ -34,6 +35,7 @@ enum class Violation {
   several_content_lengths,  // 400: more than one Content-Length field, or a list
   content_length_and_te,    // 400: both framings
   header_too_large,         // 431: no end of head within the limit
+  field_too_large,          // 431: one field's name or value longer than a head holds (kMaxFieldBytes)
 };
 
 const boost::system::error_category& violation_category();
@@ -95,7 +97,13 @@ bool parse_head_step(beast::flat_buffer& buffer, HeadScan& scan, Parser& parser,
     ec = make_error_code(Violation::header_too_large);
     return true;
   }
-  const std::size_t used = parser.put(asio::buffer(data.data(), end), ec);
+  std::size_t used = 0;
+  try {
+    used = parser.put(asio::buffer(data.data(), end), ec);
+  } catch (const std::length_error&) {  // Beast's fields refuse a name or value over kMaxFieldBytes
+    ec = make_error_code(Violation::field_too_large);
+    return true;
+  }
   if (!ec && !parser.is_header_done()) ec = http::error::partial_message;
   if (ec) return true;
   buffer.consume(used);

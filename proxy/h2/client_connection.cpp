@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "common/log.h"
+#include "proxy/field_value.h"
 
 namespace sluice::proxy::h2 {
 namespace {
@@ -48,7 +49,7 @@ int ClientConnection::on_header(nghttp2_session*, const nghttp2_frame* f, const 
     return 0;
   }
   st->header_bytes += namelen + valuelen + 32;
-  if (st->header_bytes > self.max_header_bytes_) {
+  if (st->header_bytes > self.max_header_bytes_ || namelen > kMaxFieldBytes || valuelen > kMaxFieldBytes) {
     st->failure = http::error::header_limit;
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets this stream only
   }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <iterator>
 
+#include "proxy/field_value.h"
+
 namespace sluice::proxy::h2 {
 namespace {
 
@@ -50,7 +52,7 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* f, const uint8_t* 
     return 0;
   }
   s->header_bytes += namelen + valuelen + 32;
-  if (s->header_bytes > max_bytes) {
+  if (s->header_bytes > max_bytes || namelen > kMaxFieldBytes || valuelen > kMaxFieldBytes) {
     s->too_large = true;  // answered 431 once the block has ended; the rest is not kept
     // Far beyond: HPACK amplification (one byte naming a 4 KiB table entry). A reset stops nghttp2
     // from checking every further field of the block.
@@ -75,7 +77,8 @@ int Session::on_header(nghttp2_session*, const nghttp2_frame* f, const uint8_t* 
     std::string joined(s->req[http::field::cookie]);
     joined += "; ";
     joined += v;
-    s->req.set(http::field::cookie, joined);
+    if (joined.size() > kMaxFieldBytes) s->too_large = true;
+    else s->req.set(http::field::cookie, joined);
   } else {
     s->req.insert(n, v);
   }

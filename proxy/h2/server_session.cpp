@@ -164,7 +164,7 @@ void Session::launch(Stream& s) {
   if (refusal && !reject_stream(s.id, refusal->body)) return;
   if (!refusal) {
     if (!has_field(req, http::field::host) && !s.authority.empty()) req.set(http::field::host, s.authority);
-    if (h1::field_count(req) > worker_.config.limits.max_header_count)
+    if (const auto max = worker_.config.limits.max_header_count; max != 0 && h1::field_count(req) > max)
       refusal = LocalAnswer{.status = 431, .body = "too many header fields"};
   }
   if (!refusal) {

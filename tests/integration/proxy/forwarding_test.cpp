@@ -25,7 +25,30 @@ TEST_F(Forwarding, ProxiesARequestToTheApp) {
   EXPECT_EQ(r.out, "Hello from sluice-demo-app\n");
 }
 
-TEST_F(Forwarding, KeepsHostAndInjectsForwardingHeaders) {
+// queue-proxy's forwarding fields (the default): the peer appended to X-Forwarded-For, Forwarded only
+// synthesized from what the client sent, nothing else added.
+TEST_F(Forwarding, KeepsHostAndForwardsAsQueueProxy) {
+  auto r = curl({"-H", "Host: shop.example.com", "-H", "X-Forwarded-For: 203.0.113.9",
+                 "-H", "X-Forwarded-Proto: https", sidecar.url("/headers")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Host: shop.example.com\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("X-Forwarded-For: 203.0.113.9, 127.0.0.1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Forwarded: for=203.0.113.9;proto=https\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("X-Forwarded-Proto: https\n"), std::string::npos) << r.out;
+  r = curl({sidecar.url("/headers")});
+  EXPECT_NE(r.out.find("X-Forwarded-For: 127.0.0.1\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Forwarded:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("X-Forwarded-Proto"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("X-Request-Id"), std::string::npos) << r.out;
+}
+
+class FullForwarding : public ::testing::Test {
+ protected:
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_FORWARDING_FIELDS", "full"}}}};
+};
+
+TEST_F(FullForwarding, AddsThisHopToForwardingHeaders) {
   auto r = curl({"-H", "Host: shop.example.com", "-H", "X-Forwarded-For: 203.0.113.9",
                  "-H", "X-Forwarded-Proto: https", sidecar.url("/headers")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -36,12 +59,12 @@ TEST_F(Forwarding, KeepsHostAndInjectsForwardingHeaders) {
   EXPECT_NE(r.out.find("X-Forwarded-Proto: https\n"), std::string::npos) << r.out;
 }
 
-TEST_F(Forwarding, SetsXForwardedProtoWhenAbsent) {
+TEST_F(FullForwarding, SetsXForwardedProtoWhenAbsent) {
   auto r = curl({sidecar.url("/headers")});
   EXPECT_NE(r.out.find("X-Forwarded-Proto: http\n"), std::string::npos) << r.out;
 }
 
-TEST_F(Forwarding, AddsARequestIdOnlyWhenAbsent) {
+TEST_F(FullForwarding, AddsARequestIdOnlyWhenAbsent) {
   auto r = curl({sidecar.url("/headers")});
   std::smatch m;
   EXPECT_TRUE(std::regex_search(r.out, m, std::regex("X-Request-Id: [0-9a-f]{8}-[0-9a-f]{4}-4")))
@@ -166,7 +189,8 @@ TEST_F(Forwarding, ExitsZeroOnSigterm) {
 
 TEST(ForwardingIPv6, ServesIPv6ClientsAndQuotesThemInForwarded) {
   Backend backend;
-  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .listen_address = "::"});
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_FORWARDING_FIELDS", "full"}},
+                                 .listen_address = "::"});
   auto r = curl({"-g", sidecar.url("/headers", "[::1]")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Forwarded: for=\"[::1]\";proto=http\n"), std::string::npos) << r.out;
@@ -174,6 +198,25 @@ TEST(ForwardingIPv6, ServesIPv6ClientsAndQuotesThemInForwarded) {
   // The dual-stack listener still serves IPv4, and names the client as IPv4, not v4-mapped.
   r = curl({sidecar.url("/headers")});
   EXPECT_NE(r.out.find("X-Forwarded-For: 127.0.0.1\n"), std::string::npos) << r.out;
+}
+
+// As queue-proxy (":port"): without SLUICE_LISTEN_ADDRESS every port listens on IPv6 and IPv4 alike, so an
+// IPv6 or IPv6-first cluster's kubelet, activator and autoscaler reach the pod.
+TEST(ForwardingIPv6, EveryPortIsDualStackByDefault) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port, .listen_address = ""});
+  EXPECT_NE(sidecar.process->stdout_text().find("\"address\":\"::\""), std::string::npos) << sidecar.process->stdout_text();
+  for (const char* host : {"127.0.0.1", "[::1]"}) {
+    SCOPED_TRACE(host);
+    auto r = curl({"-g", sidecar.url("/", host)});
+    EXPECT_EQ(r.out, "Hello from sluice-demo-app\n") << r.err;
+    r = curl({"-g", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Accept: application/protobuf",
+              "http://" + std::string(host) + ":" + std::to_string(sidecar.metrics_port) + "/metrics"});
+    EXPECT_EQ(r.out, "200") << r.err;
+    r = curl({"-g", "-o", "/dev/null", "-w", "%{http_code}",
+              "http://" + std::string(host) + ":" + std::to_string(sidecar.admin_port) + "/nope"});
+    EXPECT_EQ(r.out, "404") << r.err;
+  }
 }
 
 TEST(SidecarStartup, MissingVariableExitsTwoNamingIt) {

@@ -17,7 +17,8 @@ using namespace std::chrono_literals;
 class H2 : public ::testing::Test {
  protected:
   Backend backend;
-  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  // Every forwarding field (SLUICE_FORWARDING_FIELDS=full), to see each cross from HTTP/2 to HTTP/1.1.
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_FORWARDING_FIELDS", "full"}}}};
 };
 
 TEST_F(H2, PriorKnowledgeRequestReachesTheAppAsHttp11WithForwardingHeaders) {

@@ -17,12 +17,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Both hops add their own forwarding fields (SLUICE_FORWARDING_FIELDS=full), so the app's view shows that
+// every field crossed the translation.
 SidecarOptions h2c_only(int user_port) {
-  return SidecarOptions{.user_port = user_port, .env = {{"SLUICE_PLAIN_PROTOCOLS", "h2c"}}};
+  return SidecarOptions{.user_port = user_port,
+                        .env = {{"SLUICE_PLAIN_PROTOCOLS", "h2c"}, {"SLUICE_FORWARDING_FIELDS", "full"}}};
 }
 
 SidecarOptions to_h2c_app(int user_port, std::map<std::string, std::string> env = {}) {
   env.emplace("SLUICE_UPSTREAM_PROTOCOL", "h2c");
+  env.emplace("SLUICE_FORWARDING_FIELDS", "full");
   return SidecarOptions{.user_port = user_port, .env = std::move(env)};
 }
 

@@ -40,7 +40,7 @@ std::map<std::string, std::string> knative_env(int user_port) {
 
 Sidecar::Sidecar(const SidecarOptions& o) {
   auto env = knative_env(o.user_port);
-  env["SLUICE_LISTEN_ADDRESS"] = o.listen_address;
+  if (!o.listen_address.empty()) env["SLUICE_LISTEN_ADDRESS"] = o.listen_address;
   env["SLUICE_WORKERS"] = "2";
   // Tests run in parallel: every port is picked by the kernel and read back from the log.
   env["SLUICE_ADMIN_PORT"] = "0";

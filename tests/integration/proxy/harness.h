@@ -22,7 +22,7 @@ struct SidecarOptions {
   int user_port = 0;
   std::map<std::string, std::string> env;  // overrides of the Knative variables
   std::vector<std::string> flags;
-  std::string listen_address = "127.0.0.1";
+  std::string listen_address = "127.0.0.1";  // empty: the sidecar's default (dual-stack where IPv6 is)
 };
 
 struct Sidecar {

@@ -38,6 +38,27 @@ TEST_F(Limits, TooManyHeaderFieldsIs431) {
   EXPECT_NE(out.find("too many header fields"), std::string::npos) << out;
 }
 
+// queue-proxy (Go's net/http) takes any number of fields and any target length within a 1 MiB head (plus
+// 4 KiB): so does sluice by default. One field's value is held to 65533 bytes (Beast's heads).
+TEST(DefaultLimits, AcceptWhatQueueProxyAccepts) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  std::string req = "GET /?q=" + std::string(20000, 'u') + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  for (int i = 0; i < 150; ++i) req += "X-H" + std::to_string(i) + ": v\r\n";
+  for (int i = 0; i < 14; ++i) req += "X-Big" + std::to_string(i) + ": " + std::string(60000, 'b') + "\r\n";
+  auto out = raw_exchange(sidecar.port, req + "\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 200 ", 0), 0u) << out.substr(0, 200);
+
+  std::string over = "GET / HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 18; ++i) over += "X-Big" + std::to_string(i) + ": " + std::string(60000, 'b') + "\r\n";
+  out = raw_exchange(sidecar.port, over + "\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 431 ", 0), 0u) << out.substr(0, 200);
+
+  out = raw_exchange(sidecar.port, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70000, 'b') + "\r\n\r\n");
+  EXPECT_EQ(out.rfind("HTTP/1.1 431 ", 0), 0u) << out.substr(0, 200);
+  EXPECT_NE(out.find("a header field longer than 65533 bytes"), std::string::npos) << out.substr(0, 200);
+}
+
 TEST_F(Limits, DeclaredBodyOverTheLimitIs413WithoutReachingTheApp) {
   auto out = raw_exchange(sidecar.port, "POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n");
   EXPECT_EQ(out.rfind("HTTP/1.1 413 ", 0), 0u) << out;

@@ -196,13 +196,24 @@ TEST(Drain, WaitForDrainFollowedBySigtermAnswersWhenDrainedAndExits) {
   EXPECT_EQ(exit_status(*sidecar.process), "exited 0");
 }
 
-TEST(Drain, ASecondSignalSkipsTheQuietPeriod) {
+// As queue-proxy (knative.dev/pkg/signals): a second signal ends the process at once with status 1, even
+// with a request in flight and the quiet period still running.
+TEST(Drain, ASecondSignalExitsAtOnceWithOne) {
   Backend backend;
   Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_DRAIN_QUIET_PERIOD_MS", "60000"}}}};
+  auto slow = std::async(std::launch::async, [&] { return http_get(sidecar.port, "/delay/30000", "", 40s); });
+  // The app's own count includes each /stats request asking for it.
+  int asked = 0;
+  ASSERT_TRUE(eventually([&] {
+    auto body = body_of(http_get(backend.port, "/stats"));
+    ++asked;
+    return body.rfind("requests=", 0) == 0 && std::stoi(body.substr(9)) > asked;
+  }));
   sidecar.process->signal(SIGTERM);
   ASSERT_TRUE(eventually([&] { return sidecar.process->wait_for_line("\"draining\"", 0ms).has_value(); }));
   sidecar.process->signal(SIGTERM);
-  EXPECT_EQ(exit_status(*sidecar.process), "exited 0");
+  EXPECT_EQ(exit_status(*sidecar.process), "exited 1");
+  EXPECT_TRUE(sidecar.process->wait_for_line("second signal: exiting at once", 0ms).has_value());
 }
 
 }  // namespace

@@ -28,7 +28,10 @@ class StrictRequests : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     app_ = new RawApp("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-    sidecar_ = new Sidecar(SidecarOptions{.user_port = app_->port()});
+    // nginx's limits (an 8 KiB target, a 64 KiB head) rather than queue-proxy's roomier defaults, so the
+    // refusals are cheap to provoke.
+    sidecar_ = new Sidecar(SidecarOptions{.user_port = app_->port(),
+                                          .flags = {"--max-target-bytes=8192", "--max-header-bytes=65536"}});
   }
   static void TearDownTestSuite() {
     delete sidecar_;

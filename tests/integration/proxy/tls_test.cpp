@@ -62,7 +62,9 @@ TEST(Tls, AlpnPicksH2OrHttp11AndTheAppSeesHttps) {
   CertDir certs;
   certs.make(1001);
   Backend backend;
-  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = tls_env(certs)}};
+  auto env = tls_env(certs);
+  env["SLUICE_FORWARDING_FIELDS"] = "full";  // this hop's proto in Forwarded and X-Forwarded-Proto
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env}};
   ASSERT_GT(sidecar.tls_port, 0);
   auto h2 = curl({"-k", "--http2", "-w", "%{http_version}", url(sidecar, "/headers")});
   EXPECT_EQ(h2.exit_code, 0) << h2.err;

@@ -87,7 +87,6 @@ TEST(SidecarConfig, MalformedValuesNameTheVariableAndTheValue) {
                                          {"QUEUE_SERVING_PORT", "70000"},
                                          {"USER_PORT", "0"},
                                          {"REVISION_TIMEOUT_SECONDS", "5s"},
-                                         {"SERVING_LOGGING_LEVEL", "loud"},
                                          {"SERVING_ENABLE_REQUEST_LOG", "yes please"},
                                          {"REVISION_IDLE_TIMEOUT_SECONDS", "x"}}) {
     auto env = kRequired;
@@ -235,7 +234,25 @@ TEST(SidecarConfig, TlsKnobsAreKnativesWithTls13AsTheDefaultMinimum) {
   EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.tls->min_version, proxy::TlsVersion::v1_2);
 }
 
-TEST(SidecarConfig, BadTlsKnobsNameTheVariableEvenWithTheTlsPortOff) {
+// queue-proxy's logger ignores a level it cannot read; so a pod with one still starts, at info.
+TEST(SidecarConfig, AnUnknownLoggingLevelIsInfoNotAnError) {
+  auto env = kRequired;
+  env["SERVING_LOGGING_LEVEL"] = "loud";
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.logging_level, "info");
+  std::string notes;
+  for (const auto& n : c.not_acted_on) notes += n + "\n";
+  EXPECT_NE(notes.find("SERVING_LOGGING_LEVEL=loud"), std::string::npos) << notes;
+}
+
+TEST(SidecarConfig, TlsKnobsAreIgnoredWhileTheTlsPortIsOff) {
+  auto env = kRequired;
+  env["QUEUE_PROXY_TLS_MIN_VERSION"] = "1.1";
+  env["QUEUE_PROXY_TLS_CURVE_PREFERENCES"] = "secp256k1";
+  EXPECT_EQ(error_of(env), "");
+}
+
+TEST(SidecarConfig, BadTlsKnobsNameTheVariableWithTheTlsPortOn) {
   const std::pair<const char*, const char*> bad[] = {
       {"QUEUE_PROXY_TLS_MIN_VERSION", "1.1"},
       {"QUEUE_PROXY_TLS_MAX_VERSION", "TLS13"},
@@ -245,6 +262,8 @@ TEST(SidecarConfig, BadTlsKnobsNameTheVariableEvenWithTheTlsPortOff) {
   };
   for (const auto& [name, value] : bad) {
     auto env = kRequired;
+    env["SLUICE_TLS_CERT_FILE"] = "/tmp/absent.crt";
+    env["SLUICE_TLS_KEY_FILE"] = "/tmp/absent.key";
     env[name] = value;
     auto err = error_of(env);
     EXPECT_NE(err.find(name), std::string::npos) << name << "=" << value << " gave: " << err;

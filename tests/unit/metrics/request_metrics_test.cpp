@@ -46,14 +46,17 @@ TEST(RequestMetrics, LegacyNamesCountByCodeAndClassAndObserveMilliseconds) {
   EXPECT_EQ(text.find("kn_serving_"), std::string::npos);
 }
 
-TEST(RequestMetrics, OtelNamesObserveSeconds) {
+// queue-proxy >= 1.19 records the invocation duration after its breaker: the app's exchange, no queueing.
+TEST(RequestMetrics, OtelNamesObserveTheAppsSeconds) {
   RequestMetrics m(config(MetricNames::knative_otel));
-  m.record_proxy(201, 0.02);
+  m.record_proxy(201, 4.0);  // the client's view, queueing included: not in the 1.19 family
+  m.record_app(201, 0.02);
   m.set_queue_depth(3);
   auto text = m.text();
   auto bucket = line_with(text, "kn_serving_invocation_duration_seconds_bucket{", "le=\"0.025\"");
   EXPECT_NE(bucket.find("http_response_status_code=\"201\""), std::string::npos) << text;
   EXPECT_TRUE(bucket.ends_with(" 1")) << bucket;
+  EXPECT_TRUE(line_with(text, "kn_serving_invocation_duration_seconds_count{", "").ends_with(" 1")) << text;
   EXPECT_TRUE(line_with(text, "kn_serving_queue_depth{", "").ends_with(" 3")) << text;
   EXPECT_EQ(text.find("revision_request_count"), std::string::npos);
 }
@@ -61,6 +64,7 @@ TEST(RequestMetrics, OtelNamesObserveSeconds) {
 TEST(RequestMetrics, BothFamiliesWhenAsked) {
   RequestMetrics m(config(MetricNames::both));
   m.record_proxy(200, 0.1);
+  m.record_app(200, 0.1);
   auto text = m.text();
   EXPECT_NE(text.find("revision_request_count{"), std::string::npos);
   EXPECT_NE(text.find("kn_serving_invocation_duration_seconds_count{"), std::string::npos);

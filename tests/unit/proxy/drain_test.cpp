@@ -1,5 +1,4 @@
-// The drain's quiet period on a real io_context: restarted by requests, ended by a second signal,
-// undone by reset.
+// The drain's quiet period on a real io_context: restarted by requests, undone by reset.
 #include "proxy/drain.h"
 
 #include <gtest/gtest.h>
@@ -53,17 +52,6 @@ TEST(Drainer, EveryRequestRestartsTheQuietPeriod) {
   io.run_for(2s);
   ASSERT_EQ(w.result, true);
   EXPECT_GE(w.at - noted, 100ms);
-}
-
-TEST(Drainer, ASecondSignalSkipsTheQuietPeriod) {
-  asio::io_context io;
-  Drainer d(Millis(60'000));
-  d.start(Clock::now());
-  Wait w;
-  spawn_wait(io, d, w);
-  asio::post(io, [&] { d.skip_quiet_period(); });
-  io.run_for(1s);
-  EXPECT_EQ(w.result, true);
 }
 
 TEST(Drainer, ResetEndsWaitsUndrainedAndHealthChecksPassAgain) {

@@ -73,12 +73,16 @@ TEST(UpstreamRequest, KOriginalHostReplacesHostAndIsRemoved) {
   EXPECT_EQ(h.find("K-Original-Host"), std::string::npos) << h;
 }
 
-TEST(UpstreamRequest, KnativeServingHeadersAreStrippedAndOthersKept) {
+TEST(UpstreamRequest, ActivatorRevisionHeadersAreStrippedAndOthersKept) {
   auto h = upstream("GET / HTTP/1.1\r\nHost: x\r\nKnative-Serving-Revision: r1\r\n"
-                    "knative-serving-namespace: ns\r\nK-Proxy-Request: activator\r\nKnative-Other: y\r\n\r\n");
+                    "knative-serving-namespace: ns\r\nK-Proxy-Request: activator\r\nKnative-Other: y\r\n"
+                    "Knative-Serving-Tag: canary\r\nKnative-Serving-Default-Route: true\r\n\r\n");
   EXPECT_EQ(h.find("r1"), std::string::npos) << h;
   EXPECT_EQ(h.find("namespace"), std::string::npos) << h;
   EXPECT_TRUE(has_line(h, "Knative-Other: y")) << h;
+  // queue-proxy lets the route's fields through to the app.
+  EXPECT_TRUE(has_line(h, "Knative-Serving-Tag: canary")) << h;
+  EXPECT_TRUE(has_line(h, "Knative-Serving-Default-Route: true")) << h;
   EXPECT_TRUE(has_line(h, "K-Proxy-Request: activator")) << h;
 }
 
