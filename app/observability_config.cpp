@@ -52,11 +52,6 @@ void parse_tracing(const boost::json::object& t, ObservabilitySettings& s) {
     if (endpoint.empty()) bad("tracing.endpoint should be set for protocol \"" + protocol + "\"");
     c.protocol = protocol == "grpc" ? ExportProtocol::otlp_grpc : ExportProtocol::otlp_http;
     c.endpoint = parse_endpoint("OBSERVABILITY_CONFIG: tracing.endpoint", endpoint, "/v1/traces");
-    if (c.endpoint.tls) {
-      s.not_acted_on.push_back("OBSERVABILITY_CONFIG tracing.endpoint=" + endpoint +
-                               " (TLS to the collector is not supported: use http://; no spans are exported)");
-      c.protocol = ExportProtocol::none;
-    }
   } else if (protocol.empty() || protocol == "none" || protocol == "stdout") {
     if (!endpoint.empty()) bad("tracing.endpoint should not be set when protocol is \"" + protocol + "\"");
     if (protocol == "stdout") s.not_acted_on.push_back("OBSERVABILITY_CONFIG tracing.protocol=stdout");
@@ -80,11 +75,6 @@ void parse_request_metrics(const boost::json::object& m, ObservabilitySettings& 
     if (endpoint.empty()) bad("requestMetrics.endpoint should be set when protocol is \"" + protocol + "\"");
     c.protocol = protocol == "grpc" ? ExportProtocol::otlp_grpc : ExportProtocol::otlp_http;
     c.endpoint = parse_endpoint("OBSERVABILITY_CONFIG: requestMetrics.endpoint", endpoint, "/v1/metrics");
-    if (c.endpoint.tls) {
-      s.not_acted_on.push_back("OBSERVABILITY_CONFIG requestMetrics.endpoint=" + endpoint +
-                               " (TLS to the collector is not supported: use http://; no metrics are pushed)");
-      c.protocol = ExportProtocol::none;
-    }
   } else if (protocol == "prometheus") {
     if (!endpoint.empty() && endpoint != ":9091")
       s.not_acted_on.push_back("OBSERVABILITY_CONFIG requestMetrics.endpoint (the port is SLUICE_USER_METRICS_PORT)");
@@ -141,10 +131,6 @@ void parse_old_style(const Options& o, ObservabilitySettings& s) {
     if (endpoint.empty()) throw ConfigError("TRACING_CONFIG_ZIPKIN_ENDPOINT: required with TRACING_CONFIG_BACKEND=zipkin");
     c.protocol = ExportProtocol::zipkin;
     c.endpoint = parse_endpoint("TRACING_CONFIG_ZIPKIN_ENDPOINT", endpoint, "/api/v2/spans");
-    if (c.endpoint.tls) {
-      s.not_acted_on.push_back("TRACING_CONFIG_ZIPKIN_ENDPOINT=" + endpoint + " (TLS is not supported: use http://)");
-      c.protocol = ExportProtocol::none;
-    }
   } else if (tracing != "none" && !tracing.empty()) {
     s.not_acted_on.push_back("TRACING_CONFIG_BACKEND=" + tracing);
   }

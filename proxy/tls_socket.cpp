@@ -8,14 +8,17 @@
 
 namespace sluice::proxy {
 
-TlsSocket::TlsSocket(tcp::socket socket, asio::ssl::context& context)
+TlsSocket::TlsSocket(tcp::socket socket, asio::ssl::context& context, asio::ssl::stream_base::handshake_type side)
     : socket_(std::move(socket)), ssl_(SSL_new(context.native_handle())) {
   if (!ssl_) throw std::bad_alloc();
   // OpenSSL reads and writes the descriptor; it must not block (WANT_READ/WANT_WRITE send us waiting).
   error_code ec;
   socket_.non_blocking(true, ec);
   SSL_set_fd(ssl_, static_cast<int>(socket_.native_handle()));
-  SSL_set_accept_state(ssl_);
+  if (side == asio::ssl::stream_base::client)
+    SSL_set_connect_state(ssl_);
+  else
+    SSL_set_accept_state(ssl_);
   // write_some semantics: a write may end after whole records, and a retry may pass the rest from
   // wherever the caller keeps it.
   SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);

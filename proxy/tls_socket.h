@@ -30,8 +30,10 @@ class TlsSocket {
  public:
   using executor_type = asio::any_io_executor;
 
-  // A server-side session on `socket` with `context`'s settings (certificate, ALPN, versions).
-  TlsSocket(tcp::socket socket, asio::ssl::context& context);
+  // A server-side session on `socket` with `context`'s settings (certificate, ALPN, versions); with
+  // `side` client, a client-side one, whose host name, SNI and ALPN tls_client.h sets before the handshake.
+  TlsSocket(tcp::socket socket, asio::ssl::context& context,
+            asio::ssl::stream_base::handshake_type side = asio::ssl::stream_base::server);
   ~TlsSocket();
   TlsSocket(const TlsSocket&) = delete;
   TlsSocket& operator=(const TlsSocket&) = delete;
@@ -41,7 +43,7 @@ class TlsSocket {
   const tcp::socket& next_layer() const { return socket_; }
   executor_type get_executor() { return socket_.get_executor(); }
 
-  // void(error_code)
+  // void(error_code). The side was fixed at construction; the argument is there for Asio's stream shape.
   template <class Token>
   auto async_handshake(asio::ssl::stream_base::handshake_type, Token&& token) {
     return asio::async_initiate<Token, void(error_code)>(

@@ -28,7 +28,8 @@ class GrpcTransport final : public ExportTransport {
                         reinterpret_cast<uint8_t*>(const_cast<char*>(v.data())), std::strlen(n), v.size(),
                         NGHTTP2_NV_FLAG_NONE};
     };
-    const std::string post = "POST", scheme = "http", grpc = "application/grpc", te = "trailers", ua = "sluice";
+    const std::string post = "POST", scheme = endpoint_.tls ? "https" : "http", grpc = "application/grpc",
+                      te = "trailers", ua = "sluice";
     nghttp2_nv headers[] = {nv(":method", post),         nv(":scheme", scheme), nv(":path", path_),
                             nv(":authority", authority), nv("content-type", grpc), nv("te", te),
                             nv("user-agent", ua)};
@@ -100,7 +101,7 @@ class GrpcTransport final : public ExportTransport {
   }
 
   bool open(ExportClock::time_point deadline, std::string& error) {
-    if (!socket_.connect(endpoint_.host, endpoint_.port, deadline, error)) return false;
+    if (!socket_.connect(endpoint_, "h2", deadline, error)) return false;
     nghttp2_session_callbacks* cb = nullptr;
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);

@@ -1,4 +1,5 @@
-// OTLP/HTTP and Zipkin: an HTTP/1.1 POST on a kept-alive connection; the answer's status decides.
+// OTLP/HTTP and Zipkin: an HTTP/1.1 POST on a kept-alive connection (TLS for an https:// endpoint); the
+// answer's status decides.
 #include <charconv>
 
 #include "proxy/telemetry/grpc_transport.h"
@@ -21,7 +22,7 @@ class HttpTransport final : public ExportTransport {
  private:
   bool attempt(std::string_view body, ExportClock::time_point deadline, std::string& error) {
     if (socket_.is_open() && !idle_and_open()) socket_.close();  // the collector closed it while idle
-    if (!socket_.is_open() && !socket_.connect(endpoint_.host, endpoint_.port, deadline, error)) return false;
+    if (!socket_.is_open() && !socket_.connect(endpoint_, "http/1.1", deadline, error)) return false;
     std::string head = "POST " + endpoint_.path + " HTTP/1.1\r\nHost: " + endpoint_.host + ":" +
                        std::to_string(endpoint_.port) + "\r\nContent-Type: " + content_type_ +
                        "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nUser-Agent: sluice\r\n\r\n";

@@ -1,107 +1,142 @@
-// TimedSocket; see timed_socket.h. Non-blocking descriptor plus poll(2) against the deadline.
+// TimedSocket; see timed_socket.h. The socket lives on an io_context of its own, which the export thread
+// runs while it waits for one operation: until the operation completes, or to the deadline, when the
+// operation is cancelled and its completion still run, so nothing is pending between calls. TLS is the
+// proxy's own TlsSocket in client mode (tls_client.h), not a second implementation.
 #include "proxy/telemetry/timed_socket.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <optional>
+#include <utility>
 
-#include <cerrno>
-#include <cstring>
+#include "proxy/asio.h"
+#include "proxy/tls_client.h"
 
 namespace sluice::proxy::telemetry {
 
-TimedSocket::~TimedSocket() { close(); }
+struct TimedSocket::Connection {
+  asio::io_context io{1};
+  tcp::socket plain{io};          // the connection, or what a TLS handshake took it from
+  std::unique_ptr<TlsSocket> tls;  // set once a TLS handshake completed
+
+  tcp::socket& lowest() { return tls ? tls->next_layer() : plain; }
+
+  // Starts an operation with `start(handler)`, the handler taking (error_code, std::size_t), and runs
+  // the io_context on this thread until it completes. At the deadline the socket's operations are
+  // cancelled (asio::error::timed_out); a result that was there by then still counts.
+  template <class Start>
+  std::pair<error_code, std::size_t> run(Start start, ExportClock::time_point deadline) {
+    std::optional<std::pair<error_code, std::size_t>> result;
+    io.restart();
+    start([&result](error_code ec, std::size_t n) { result.emplace(ec, n); });
+    while (!result && io.run_one_until(deadline) > 0) {
+    }
+    if (!result) {
+      error_code ignored;
+      lowest().cancel(ignored);
+      io.restart();
+      while (!result && io.run_one() > 0) {
+      }
+    }
+    if (!result || result->first == asio::error::operation_aborted) return {asio::error::timed_out, 0};
+    return *result;
+  }
+};
+
+namespace {
+
+std::string reason(const error_code& ec) { return ec == asio::error::timed_out ? "timed out" : ec.message(); }
+
+}  // namespace
+
+TimedSocket::TimedSocket() : conn_(std::make_unique<Connection>()) {}
+
+TimedSocket::~TimedSocket() = default;
+
+bool TimedSocket::is_open() const { return conn_->tls || conn_->plain.is_open(); }
 
 void TimedSocket::close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  // No close_notify: the connection is dropped after a failure or when the collector closed it, and a
+  // collector reads the end of the TCP stream as the end either way.
+  conn_->tls.reset();
+  error_code ignored;
+  conn_->plain.close(ignored);
 }
 
-bool TimedSocket::wait(short events, ExportClock::time_point deadline, std::string& error) {
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - ExportClock::now()).count();
-    if (left <= 0) {
-      error = "timed out";
-      return false;
-    }
-    pollfd p{.fd = fd_, .events = events, .revents = 0};
-    int n = ::poll(&p, 1, static_cast<int>(left));
-    if (n > 0) return true;
-    if (n < 0 && errno != EINTR) {
-      error = std::strerror(errno);
-      return false;
-    }
-  }
-}
-
-bool TimedSocket::connect(const std::string& host, std::uint16_t port, ExportClock::time_point deadline,
+bool TimedSocket::connect(const Endpoint& endpoint, std::string_view alpn, ExportClock::time_point deadline,
                           std::string& error) {
   close();
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  // getaddrinfo does not take a deadline; it runs on the export thread only.
-  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
-    error = std::string("resolve ") + host + ": " + ::gai_strerror(rc);
+  auto& c = *conn_;
+  error_code ec;
+  // Resolution takes no deadline (getaddrinfo); it runs on the export thread only.
+  tcp::resolver resolver(c.io);
+  auto found = resolver.resolve(endpoint.host, std::to_string(endpoint.port), ec);
+  if (ec) {
+    error = "resolve " + endpoint.host + ": " + ec.message();
     return false;
   }
-  for (auto* a = found; a; a = a->ai_next) {
-    fd_ = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd_ < 0) continue;
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int rc = ::connect(fd_, a->ai_addr, a->ai_addrlen);
-    if (rc == 0 || (errno == EINPROGRESS && wait(POLLOUT, deadline, error))) {
-      int so_error = 0;
-      socklen_t len = sizeof so_error;
-      ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &so_error, &len);
-      if (so_error == 0) {
-        ::freeaddrinfo(found);
-        return true;
-      }
-      error = std::strerror(so_error);
-    } else if (rc != 0 && errno != EINPROGRESS) {
-      error = std::strerror(errno);
-    }
+  ec = asio::error::host_not_found;
+  for (const auto& entry : found) {
+    auto [connected, n] = c.run(
+        [&](auto done) { c.plain.async_connect(entry.endpoint(), [done](error_code e) mutable { done(e, 0); }); },
+        deadline);
+    ec = connected;
+    if (!ec || ec == asio::error::timed_out) break;
+    error_code ignored;
+    c.plain.close(ignored);
+  }
+  if (ec) {
     close();
-  }
-  ::freeaddrinfo(found);
-  if (error.empty()) error = "no address for " + host;
-  return false;
-}
-
-bool TimedSocket::write_all(std::string_view data, ExportClock::time_point deadline, std::string& error) {
-  while (!data.empty()) {
-    auto n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!wait(POLLOUT, deadline, error)) return false;
-      continue;
-    }
-    error = n < 0 ? std::strerror(errno) : "connection closed";
+    error = reason(ec);
     return false;
   }
+  error_code ignored;
+  c.plain.set_option(tcp::no_delay(true), ignored);
+  if (!endpoint.tls) return true;
+  // The handshake races a timer of its own to the deadline, so running the io_context until it ends is bounded.
+  std::optional<TlsClientConnection> shaken;
+  c.io.restart();
+  asio::co_spawn(c.io, tls_client_handshake(std::move(c.plain), endpoint.host, alpn, deadline),
+                 [&shaken](const std::exception_ptr& failed, TlsClientConnection result) {
+                   if (failed) result.error = "TLS handshake failed";
+                   shaken = std::move(result);
+                 });
+  c.io.run();
+  c.plain = tcp::socket(c.io);
+  if (!shaken || !shaken->stream) {
+    error = shaken ? shaken->error : "TLS handshake did not finish";
+    return false;
+  }
+  c.tls = std::move(shaken->stream);
   return true;
 }
 
+bool TimedSocket::write_all(std::string_view data, ExportClock::time_point deadline, std::string& error) {
+  auto& c = *conn_;
+  auto [ec, n] = c.run(
+      [&](auto done) {
+        if (c.tls)
+          asio::async_write(*c.tls, asio::buffer(data), std::move(done));
+        else
+          asio::async_write(c.plain, asio::buffer(data), std::move(done));
+      },
+      deadline);
+  if (ec) error = reason(ec);
+  return !ec;
+}
+
 long TimedSocket::read_some(char* buf, std::size_t size, ExportClock::time_point deadline, std::string& error) {
-  while (true) {
-    auto n = ::recv(fd_, buf, size, 0);
-    if (n >= 0) return static_cast<long>(n);
-    if (errno != EAGAIN && errno != EINTR) {
-      error = std::strerror(errno);
-      return -1;
-    }
-    if (!wait(POLLIN, deadline, error)) return -1;
-  }
+  auto& c = *conn_;
+  auto [ec, n] = c.run(
+      [&](auto done) {
+        if (c.tls)
+          c.tls->async_read_some(asio::buffer(buf, size), std::move(done));
+        else
+          c.plain.async_read_some(asio::buffer(buf, size), std::move(done));
+      },
+      deadline);
+  if (!ec) return static_cast<long>(n);
+  if (ec == asio::error::eof) return 0;
+  error = reason(ec);
+  return -1;
 }
 
 }  // namespace sluice::proxy::telemetry

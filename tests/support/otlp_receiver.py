@@ -2,7 +2,8 @@
 """A test collector: receives OTLP traces and metrics over HTTP (protobuf) and gRPC, and Zipkin v2 JSON,
 decodes each request with classes protoc makes from sluice's OTLP .proto files, and prints one JSON line per
 request on stdout ({"signal": "traces"|"metrics"|"zipkin", "transport": ..., ...}). The first line says
-where it listens. --http-status / --grpc-status / --delay make it a failing or slow collector.
+where it listens. --http-status / --grpc-status / --delay make it a failing or slow collector; --tls-cert and
+--tls-key put both listeners behind TLS (ALPN http/1.1 and h2) with that certificate.
 
 Run with Debian's /usr/bin/python3 (python3-grpcio, python3-protobuf)."""
 import argparse
@@ -10,6 +11,7 @@ import concurrent.futures
 import importlib
 import json
 import os
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -94,6 +96,8 @@ def main():
     ap.add_argument("--http-status", type=int, default=200)
     ap.add_argument("--grpc-status", type=int, default=0)
     ap.add_argument("--delay", type=float, default=0.0, help="seconds to wait before answering")
+    ap.add_argument("--tls-cert", help="PEM certificate (chain) to serve; with --tls-key, both listeners speak TLS")
+    ap.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = ap.parse_args()
     trace_pb, metrics_pb = compile_protos(args.proto_dir)
 
@@ -128,6 +132,13 @@ def main():
             self.wfile.write(reply)
 
     http_server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if args.tls_cert:
+        # The handshake runs in the accepting thread; one that fails (a client refusing the certificate)
+        # raises an OSError there, which socketserver drops with the connection.
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+        tls.set_alpn_protocols(["http/1.1"])
+        http_server.socket = tls.wrap_socket(http_server.socket, server_side=True)
     threading.Thread(target=http_server.serve_forever, daemon=True).start()
 
     def unary(signal, decode, reply):
@@ -152,9 +163,15 @@ def main():
                 response_serializer=metrics_pb.ExportMetricsServiceResponse.SerializeToString)}),
     ]
     grpc_server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=4), handlers=handlers)
-    grpc_port = grpc_server.add_insecure_port("127.0.0.1:0")
+    if args.tls_cert:
+        with open(args.tls_key, "rb") as k, open(args.tls_cert, "rb") as c:
+            credentials = grpc.ssl_server_credentials([(k.read(), c.read())])
+        grpc_port = grpc_server.add_secure_port("127.0.0.1:0", credentials)
+    else:
+        grpc_port = grpc_server.add_insecure_port("127.0.0.1:0")
     grpc_server.start()
-    emit({"listening": True, "http_port": http_server.server_address[1], "grpc_port": grpc_port})
+    emit({"listening": True, "http_port": http_server.server_address[1], "grpc_port": grpc_port,
+          "tls": bool(args.tls_cert)})
     try:
         while True:
             time.sleep(3600)

@@ -106,11 +106,21 @@ TEST(ObservabilityConfig, OldStyleZipkinAndItsDefaults) {
   EXPECT_NE(error_of({{"TRACING_CONFIG_BACKEND", "zipkin"}}).find("TRACING_CONFIG_ZIPKIN_ENDPOINT"), std::string::npos);
 }
 
-TEST(ObservabilityConfig, TlsEndpointsAreNamedAndNotUsed) {
-  auto c = parse({{"OBSERVABILITY_CONFIG", R"({"tracing":{"protocol":"grpc","endpoint":"otel:4317","samplingRate":1}})"}});
-  EXPECT_EQ(c.tracing.protocol, ExportProtocol::none);
-  ASSERT_EQ(c.not_acted_on.size(), 1u);
-  EXPECT_NE(c.not_acted_on[0].find("TLS to the collector is not supported"), std::string::npos);
+// An https:// endpoint, or a scheme-less one (which Knative reads as https), is exported to over TLS.
+TEST(ObservabilityConfig, TlsEndpointsAreUsed) {
+  auto c = parse({{"OBSERVABILITY_CONFIG", R"({"tracing":{"protocol":"grpc","endpoint":"otel:4317","samplingRate":1},)"
+                                           R"("requestMetrics":{"protocol":"http/protobuf","endpoint":"https://m"}})"}});
+  EXPECT_EQ(c.tracing.protocol, ExportProtocol::otlp_grpc);
+  EXPECT_TRUE(c.tracing.endpoint.tls);
+  EXPECT_EQ(c.metrics_push.protocol, ExportProtocol::otlp_http);
+  EXPECT_TRUE(c.metrics_push.endpoint.tls);
+  EXPECT_EQ(c.metrics_push.endpoint.port, 443);
+  EXPECT_EQ(c.metrics_push.endpoint.path, "/v1/metrics");
+  EXPECT_TRUE(c.not_acted_on.empty());
+  c = parse({{"TRACING_CONFIG_BACKEND", "zipkin"}, {"TRACING_CONFIG_ZIPKIN_ENDPOINT", "https://z:9411/api/v2/spans"}});
+  EXPECT_EQ(c.tracing.protocol, ExportProtocol::zipkin);
+  EXPECT_TRUE(c.tracing.endpoint.tls);
+  EXPECT_TRUE(c.not_acted_on.empty());
 }
 
 TEST(ObservabilityConfig, KnativesValidationNamesTheKey) {
