@@ -1,6 +1,6 @@
-// A gRPC unary call over h2c (or HTTP/2 over TLS, ALPN h2, for an https:// endpoint), framed by hand:
-// the request as one length-prefixed message on a stream of a kept-alive nghttp2 client session; success
-// is grpc-status 0 in the trailers.
+// A gRPC unary call over h2c (or HTTP/2 over TLS, ALPN h2, for an https:// endpoint), framed by hand
+// (GrpcClientSession, proxy/grpc_client_session.h) on a kept-alive nghttp2 client session; success is
+// grpc-status 0 in the trailers.
 #pragma once
 
 #include <memory>
