@@ -1,10 +1,10 @@
 // SERVING_READINESS_PROBE; see readiness_config.h. Kubernetes' probe JSON, as Knative encodes it.
 #include "app/readiness_config.h"
 
-#include <optional>
 #include <string>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/json.hpp>
 
 #include "common/config_error.h"
@@ -45,18 +45,30 @@ std::uint16_t probe_port(const boost::json::object& handler, std::uint16_t user_
   return static_cast<std::uint16_t>(port);
 }
 
-// One Kubernetes probe. nullopt: an exec probe, which only the kubelet can run.
-std::optional<proxy::ReadinessProbeConfig> parse_one(const boost::json::value& v, std::uint16_t user_port,
-                                                     bool multi) {
+// A JSON member that Go's decoder would leave as a nil pointer: absent or null.
+const boost::json::value* member(const boost::json::object& o, const char* key) {
+  auto* p = o.if_contains(key);
+  return p && !p->is_null() ? p : nullptr;
+}
+
+// One Kubernetes probe, its action chosen in queue-proxy's order (httpGet, tcpSocket, grpc, exec). Fields
+// the sidecar has no use for (initialDelaySeconds, terminationGracePeriodSeconds, keys Kubernetes adds
+// later) are left alone, as Go's decoder leaves unknown keys.
+proxy::ReadinessProbeConfig parse_one(const boost::json::value& v, std::uint16_t user_port) {
   proxy::ReadinessProbeConfig c;
   c.port = user_port;
+  if (v.is_null()) {
+    c.kind = proxy::ReadinessProbeConfig::Kind::never_passes;
+    log::warn("SERVING_READINESS_PROBE: a null probe never passes");
+    return c;
+  }
   if (!v.is_object()) bad_probe("expected a JSON object (a Kubernetes probe)");
   const auto& o = v.as_object();
   c.timeout = proxy::Millis(1000 * probe_int(o, "timeoutSeconds", 1));
   if (c.timeout.count() == 0) c.timeout = proxy::Millis(1000);
   c.period = proxy::Millis(1000 * probe_int(o, "periodSeconds", 0));
-  (void)probe_int(o, "successThreshold", 1);  // validated; the kubelet counts successes, not sluice
-  (void)probe_int(o, "failureThreshold", 3);
+  c.success_threshold = static_cast<std::int32_t>(probe_int(o, "successThreshold", 1));
+  (void)probe_int(o, "failureThreshold", 3);  // validated; the kubelet counts failures, not sluice
   auto host = [&](const boost::json::object& h) {
     if (auto* p = h.if_contains("host"); p && p->is_string() && !p->as_string().empty()) {
       c.host = std::string(p->as_string());
@@ -65,14 +77,7 @@ std::optional<proxy::ReadinessProbeConfig> parse_one(const boost::json::value& v
       if (aec) bad_probe("host \"" + c.host + "\" is not an IP address");
     }
   };
-  if (auto* t = o.if_contains("tcpSocket")) {
-    if (!t->is_object()) bad_probe("tcpSocket must be an object");
-    c.kind = proxy::ReadinessProbeConfig::Kind::tcp_connect;
-    host(t->as_object());
-    c.port = probe_port(t->as_object(), user_port);
-    return c;
-  }
-  if (auto* h = o.if_contains("httpGet")) {
+  if (auto* h = member(o, "httpGet")) {
     if (!h->is_object()) bad_probe("httpGet must be an object");
     const auto& g = h->as_object();
     c.kind = proxy::ReadinessProbeConfig::Kind::http_get;
@@ -81,11 +86,19 @@ std::optional<proxy::ReadinessProbeConfig> parse_one(const boost::json::value& v
     if (auto* p = g.if_contains("path"); p && p->is_string() && !p->as_string().empty())
       c.path = std::string(p->as_string());
     if (c.path.front() != '/') c.path.insert(0, "/");
-    if (auto* p = g.if_contains("scheme"); p && p->is_string() && p->as_string() == "HTTPS") {
-      log::warn("SERVING_READINESS_PROBE: HTTPS probes are checked by TCP connect for now");
-      c.kind = proxy::ReadinessProbeConfig::Kind::tcp_connect;
+    if (auto* p = member(g, "scheme")) {
+      if (!p->is_string()) bad_probe("httpGet.scheme must be a string");
+      // Go lower-cases a URL's scheme; Knative writes HTTP when the user gave none.
+      const auto& scheme = p->as_string();
+      if (boost::beast::iequals(scheme, "HTTPS")) {
+        c.https = true;
+      } else if (!scheme.empty() && !boost::beast::iequals(scheme, "HTTP")) {
+        c.kind = proxy::ReadinessProbeConfig::Kind::never_passes;  // Go: unsupported protocol scheme
+        log::warn("SERVING_READINESS_PROBE: an httpGet probe with this scheme never passes")
+            .kv("scheme", std::string_view(scheme));
+      }
     }
-    if (auto* p = g.if_contains("httpHeaders")) {
+    if (auto* p = member(g, "httpHeaders")) {
       if (!p->is_array()) bad_probe("httpGet.httpHeaders must be an array");
       for (const auto& e : p->as_array()) {
         const auto* name = e.is_object() ? e.as_object().if_contains("name") : nullptr;
@@ -97,19 +110,32 @@ std::optional<proxy::ReadinessProbeConfig> parse_one(const boost::json::value& v
     }
     return c;
   }
-  if (multi && o.contains("exec")) return std::nullopt;
-  if (auto* g = o.if_contains("grpc"); multi && g && g->is_object()) {
-    // A sidecar's gRPC health check needs a gRPC client the sidecar does not carry: its port is checked.
-    log::warn("SERVING_READINESS_PROBE: a gRPC probe is checked by TCP connect to its port");
+  if (auto* t = member(o, "tcpSocket")) {
+    if (!t->is_object()) bad_probe("tcpSocket must be an object");
     c.kind = proxy::ReadinessProbeConfig::Kind::tcp_connect;
-    c.port = probe_port(g->as_object(), user_port);
+    host(t->as_object());
+    c.port = probe_port(t->as_object(), user_port);
     return c;
   }
-  if (o.contains("grpc") || o.contains("exec"))
-    bad_probe("only tcpSocket and httpGet probes can be checked by the sidecar");
-  bad_probe("expected tcpSocket or httpGet");
+  if (auto* g = member(o, "grpc")) {
+    if (!g->is_object()) bad_probe("grpc must be an object");
+    const auto& a = g->as_object();
+    c.kind = proxy::ReadinessProbeConfig::Kind::grpc_health;  // always to 127.0.0.1, as queue-proxy dials
+    c.port = probe_port(a, user_port);
+    if (auto* p = member(a, "service")) {
+      if (!p->is_string()) bad_probe("grpc.service must be a string");
+      c.grpc_service = std::string(p->as_string());
+    }
+    return c;
+  }
+  // queue-proxy starts with these and fails every health check: "exec probe not supported" (Knative turns a
+  // container's exec probe into a TCP probe before it gets here) or "no probe found".
+  c.kind = proxy::ReadinessProbeConfig::Kind::never_passes;
+  log::warn(member(o, "exec") ? "SERVING_READINESS_PROBE: exec probes are not supported by the sidecar; "
+                                "this probe never passes (as queue-proxy)"
+                              : "SERVING_READINESS_PROBE: a probe with no action never passes (as queue-proxy)");
+  return c;
 }
-
 
 bool blank(std::string_view json) { return json.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
@@ -131,7 +157,7 @@ proxy::ReadinessProbeConfig parse_readiness_probe(std::string_view json, std::ui
     if (v.as_array().empty()) return c;
     v = boost::json::value(v.as_array().front());
   }
-  return *parse_one(v, user_port, false);
+  return parse_one(v, user_port);
 }
 
 std::vector<proxy::ReadinessProbeConfig> parse_readiness_probes(std::string_view json, std::uint16_t user_port,
@@ -140,14 +166,7 @@ std::vector<proxy::ReadinessProbeConfig> parse_readiness_probes(std::string_view
   auto v = parse_json(json);
   if (!v.is_array()) return {parse_readiness_probe(json, user_port)};  // a single probe is an array of one
   std::vector<proxy::ReadinessProbeConfig> probes;
-  std::size_t exec = 0;
-  for (const auto& e : v.as_array()) {
-    if (auto p = parse_one(e, user_port, true)) probes.push_back(std::move(*p));
-    else ++exec;
-  }
-  if (exec > 0)
-    log::warn("SERVING_READINESS_PROBE: exec probes are run by the kubelet, not by the sidecar; left out")
-        .kv("exec_probes", static_cast<unsigned>(exec));
+  for (const auto& e : v.as_array()) probes.push_back(parse_one(e, user_port));
   if (probes.empty()) probes.push_back(parse_readiness_probe("", user_port));
   return probes;
 }

@@ -38,7 +38,7 @@ std::vector<OptionSpec> sidecar_options() {
       {"REVISION_IDLE_TIMEOUT_SECONDS", "revision-idle-timeout-seconds", false,
        "time since the last byte written to the client, 0 = none"},
       {"SERVING_READINESS_PROBE", "serving-readiness-probe", false,
-       "the user container's probe as JSON (tcpSocket/httpGet); default: TCP connect to USER_PORT"},
+       "the user container's probe as JSON (httpGet/tcpSocket/grpc); default: TCP connect to USER_PORT"},
       {"ENABLE_MULTI_CONTAINER_PROBES", "enable-multi-container-probes", false,
        "true: SERVING_READINESS_PROBE is an array, one probe per container, and all must pass"},
       {"SLUICE_WORKERS", "workers", false,

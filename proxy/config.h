@@ -47,14 +47,20 @@ struct Timeouts {
 
 // SERVING_READINESS_PROBE: how the user container's readiness is checked for health checks.
 struct ReadinessProbeConfig {
-  enum class Kind { tcp_connect, http_get };
+  // never_passes: an exec probe, or one with no action; queue-proxy runs it and fails it at once, every time.
+  enum class Kind { tcp_connect, http_get, grpc_health, never_passes };
   Kind kind = Kind::tcp_connect;
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
   std::string path = "/";
+  bool https = false;  // http_get over TLS, the certificate verified as queue-proxy's Go client does
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string grpc_service;  // grpc_health: the service asked about ("": the server as a whole)
   Millis timeout{Seconds(1)};  // per try, when period > 0
   Millis period{0};            // 0: poll aggressively (50 ms) for up to 10 s, as Knative's default
+  // When polling aggressively: consecutive successes needed, counted across health checks and reset by
+  // a failure (queue-proxy's wrappedProbe.count).
+  std::int32_t success_threshold = 1;
 };
 
 enum class TlsVersion { v1_2, v1_3 };

@@ -314,20 +314,22 @@ TEST(ReadinessProbe, ACountOfSecondsBeyondKubernetesInt32IsAConfigErrorNotAnOver
   EXPECT_NE(error_of(env).find("timeoutSeconds must be at most"), std::string::npos);
 }
 
-TEST(ReadinessProbe, MultiContainerProbesAreAllCheckedAndExecIsLeftOut) {
+TEST(ReadinessProbe, MultiContainerProbesAreAllChecked) {
   auto env = kRequired;
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
   env["SERVING_READINESS_PROBE"] =
-      R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}},{"exec":{"command":["true"]}},)"
+      R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}},{"grpc":{"port":9002}},)"
       R"({"httpGet":{"port":9001,"path":"/b"},"periodSeconds":2}])";
   auto c = parse_sidecar_config(env_of(env), {});
   EXPECT_EQ(c.proxy.readiness.path, "/a");
-  ASSERT_EQ(c.proxy.sidecar_readiness.size(), 2u);
+  ASSERT_EQ(c.proxy.sidecar_readiness.size(), 3u);
   EXPECT_EQ(c.proxy.sidecar_readiness[0].kind, proxy::ReadinessProbeConfig::Kind::tcp_connect);
   EXPECT_EQ(c.proxy.sidecar_readiness[0].port, 9000);
-  EXPECT_EQ(c.proxy.sidecar_readiness[1].port, 9001);
-  EXPECT_EQ(c.proxy.sidecar_readiness[1].path, "/b");
-  EXPECT_EQ(c.proxy.sidecar_readiness[1].period.count(), 2000);
+  EXPECT_EQ(c.proxy.sidecar_readiness[1].kind, proxy::ReadinessProbeConfig::Kind::grpc_health);
+  EXPECT_EQ(c.proxy.sidecar_readiness[1].port, 9002);
+  EXPECT_EQ(c.proxy.sidecar_readiness[2].port, 9001);
+  EXPECT_EQ(c.proxy.sidecar_readiness[2].path, "/b");
+  EXPECT_EQ(c.proxy.sidecar_readiness[2].period.count(), 2000);
 
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "false";  // the app's probe only, as before
   EXPECT_TRUE(parse_sidecar_config(env_of(env), {}).proxy.sidecar_readiness.empty());
@@ -338,10 +340,77 @@ TEST(ReadinessProbe, MultiContainerProbesAreAllCheckedAndExecIsLeftOut) {
   EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos);
 }
 
+TEST(ReadinessProbe, GrpcProbeAsksTheHealthServiceOnLoopback) {
+  auto p = parse_readiness_probe(R"({"grpc":{"port":9090,"service":"app"},"successThreshold":1})", 8080);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::grpc_health);
+  EXPECT_EQ(p.host, "127.0.0.1");
+  EXPECT_EQ(p.port, 9090);
+  EXPECT_EQ(p.grpc_service, "app");
+  EXPECT_EQ(p.period.count(), 0);
+  auto q = parse_readiness_probe(R"({"grpc":{"service":null},"periodSeconds":3})", 8080);
+  EXPECT_EQ(q.kind, proxy::ReadinessProbeConfig::Kind::grpc_health);
+  EXPECT_EQ(q.port, 8080);  // Knative writes the user port when the container gave none
+  EXPECT_EQ(q.grpc_service, "");
+}
+
+TEST(ReadinessProbe, SuccessThresholdIsKept) {
+  EXPECT_EQ(parse_readiness_probe(R"({"tcpSocket":{},"successThreshold":3})", 8080).success_threshold, 3);
+  EXPECT_EQ(parse_readiness_probe(R"({"tcpSocket":{}})", 8080).success_threshold, 1);
+}
+
+TEST(ReadinessProbe, HttpsSchemeIsAnHttpsGet) {
+  auto p = parse_readiness_probe(R"({"httpGet":{"port":8443,"scheme":"HTTPS"}})", 8080);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::http_get);
+  EXPECT_TRUE(p.https);
+  EXPECT_EQ(p.port, 8443);
+  EXPECT_FALSE(parse_readiness_probe(R"({"httpGet":{"scheme":"http"}})", 8080).https);
+  EXPECT_FALSE(parse_readiness_probe(R"({"httpGet":{}})", 8080).https);  // Knative writes HTTP when empty
+  // Go's transport refuses any other scheme: a probe that never passes, not an exit.
+  EXPECT_EQ(parse_readiness_probe(R"({"httpGet":{"scheme":"FTP"}})", 8080).kind,
+            proxy::ReadinessProbeConfig::Kind::never_passes);
+}
+
+TEST(ReadinessProbe, TheActionIsChosenInQueueProxysOrder) {
+  // httpGet before tcpSocket before grpc; a null action is no action (Go's nil pointer).
+  auto p = parse_readiness_probe(R"({"tcpSocket":{"port":1},"httpGet":{"port":2},"grpc":{"port":3}})", 8080);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::http_get);
+  EXPECT_EQ(p.port, 2);
+  p = parse_readiness_probe(R"({"httpGet":null,"tcpSocket":{"port":1},"grpc":{"port":3}})", 8080);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::tcp_connect);
+  p = parse_readiness_probe(R"({"httpGet":null,"tcpSocket":null,"grpc":{"port":3},"exec":{"command":["x"]}})", 8080);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::grpc_health);
+}
+
+// queue-proxy starts with these and fails every health check; sluice did exit.
+TEST(ReadinessProbe, ExecOrNoActionStartsAndNeverPasses) {
+  for (const char* probe : {R"({"exec":{"command":["true"]}})", "{}", R"({"periodSeconds":1})", "null", "[null]"}) {
+    auto env = kRequired;
+    env["SERVING_READINESS_PROBE"] = probe;
+    auto c = parse_sidecar_config(env_of(env), {});
+    EXPECT_EQ(c.proxy.readiness.kind, proxy::ReadinessProbeConfig::Kind::never_passes) << probe;
+  }
+  auto env = kRequired;
+  env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
+  env["SERVING_READINESS_PROBE"] = R"([{"tcpSocket":{"port":8080}},{"exec":{"command":["true"]}}])";
+  auto c = parse_sidecar_config(env_of(env), {});
+  ASSERT_EQ(c.proxy.sidecar_readiness.size(), 1u);
+  EXPECT_EQ(c.proxy.sidecar_readiness[0].kind, proxy::ReadinessProbeConfig::Kind::never_passes);
+}
+
+TEST(ReadinessProbe, FieldsTheSidecarDoesNotUseAreLeftAlone) {
+  auto p = parse_readiness_probe(
+      R"({"tcpSocket":{"port":8080},"initialDelaySeconds":5,"terminationGracePeriodSeconds":30,)"
+      R"("failureThreshold":3,"aNewerField":{"x":[1,"y"]}})",
+      9);
+  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::tcp_connect);
+  EXPECT_EQ(p.port, 8080);
+}
+
 TEST(ReadinessProbe, BadProbesNameTheVariable) {
-  for (const char* bad : {"{", R"({"exec":{"command":["true"]}})", R"({"tcpSocket":{"port":"http"}})",
-                          R"({"tcpSocket":{"port":70000}})", R"({"httpGet":{"host":"not an ip"}})",
-                          R"({"periodSeconds":-1,"tcpSocket":{}})", "[1]"}) {
+  // What Go's decoder rejects (queue-proxy exits too), and values the sidecar cannot act on.
+  for (const char* bad : {"{", "[1]", R"({"tcpSocket":{"port":"http"}})", R"({"tcpSocket":{"port":70000}})",
+                          R"({"httpGet":{"host":"not an ip"}})", R"({"periodSeconds":-1,"tcpSocket":{}})",
+                          R"({"grpc":"x"})", R"({"grpc":{"service":7}})", R"({"tcpSocket":1})"}) {
     auto env = kRequired;
     env["SERVING_READINESS_PROBE"] = bad;
     EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos) << bad;
