@@ -1,14 +1,11 @@
 // User-container readiness checks; see readiness_probe.h.
 #include "proxy/readiness_probe.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/beast/core/string.hpp>
 
 #include "proxy/grpc_health_probe.h"
+#include "proxy/tls_client.h"
 
 namespace sluice::proxy {
 namespace {
@@ -16,22 +13,6 @@ namespace {
 constexpr Millis kAggressiveInterval{50};
 constexpr Millis kAggressiveTryTimeout{100};
 constexpr Millis kAggressiveBudget{10'000};
-
-// queue-proxy's HTTPS probe goes through a clone of Go's http.DefaultTransport with no TLS config of its
-// own (knative.dev/pkg/network NewProberTransport): the app's certificate must chain to the system's
-// roots (SSL_CERT_FILE / SSL_CERT_DIR honoured) and name the probe's host, TLS 1.2 at least, HTTP/1.1.
-// A self-signed certificate fails the probe there, and so it does here.
-asio::ssl::context& verifying_client_context() {
-  static asio::ssl::context context = [] {
-    asio::ssl::context c(asio::ssl::context::tls_client);
-    SSL_CTX_set_min_proto_version(c.native_handle(), TLS1_2_VERSION);
-    error_code ec;
-    c.set_default_verify_paths(ec);  // without roots every handshake fails: not ready, as in Go
-    c.set_verify_mode(asio::ssl::verify_peer);
-    return c;
-  }();
-  return context;
-}
 
 std::string host_port(const ReadinessProbeConfig& c) {
   const bool v6 = c.host.find(':') != std::string::npos;
@@ -75,14 +56,14 @@ asio::awaitable<bool> http_get(Stream& stream, const ReadinessProbeConfig& c) {
   co_return status >= 200 && status < 400;
 }
 
-asio::awaitable<bool> https_get(tcp::socket& socket, const ReadinessProbeConfig& c) {
-  asio::ssl::stream<tcp::socket&> tls(socket, verifying_client_context());
-  // The host is an IP address (app/ checks it): matched against the certificate's IP SANs, and no SNI,
-  // as Go's client does for an IP.
-  X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tls.native_handle()), c.host.c_str());
-  auto [hec] = co_await tls.async_handshake(asio::ssl::stream_base::client, use_nothrow);
-  if (hec) co_return false;
-  co_return co_await http_get(tls, c);
+// queue-proxy's HTTPS probe goes through a clone of Go's http.DefaultTransport with no TLS config of its
+// own (knative.dev/pkg/network NewProberTransport): the app's certificate must chain to the system's
+// roots (SSL_CERT_FILE / SSL_CERT_DIR honoured) and name the probe's host (an IP address: no SNI), TLS 1.2
+// at least, HTTP/1.1 without ALPN. A self-signed certificate fails the probe there, and so it does here.
+asio::awaitable<bool> https_get(tcp::socket& socket, const ReadinessProbeConfig& c, Millis timeout) {
+  auto tls = co_await tls_client_handshake(std::move(socket), c.host, "", Clock::now() + timeout);
+  if (!tls.stream) co_return false;
+  co_return co_await http_get(*tls.stream, c);
 }
 
 asio::awaitable<bool> probe_app(const ReadinessProbeConfig& c, Millis timeout) {
@@ -99,7 +80,7 @@ asio::awaitable<bool> probe_app(const ReadinessProbeConfig& c, Millis timeout) {
     case ReadinessProbeConfig::Kind::http_get:
       // Not `c.https ? co_await ... : co_await ...`: GCC 12 evaluates both arms of a conditional whose
       // arms await (it sent a TLS hello to a plain HTTP app first).
-      if (c.https) co_return co_await https_get(socket, c);
+      if (c.https) co_return co_await https_get(socket, c, timeout);
       co_return co_await http_get(socket, c);
     case ReadinessProbeConfig::Kind::grpc_health:
       co_return co_await grpc_health_check(socket, c, timeout);

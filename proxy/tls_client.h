@@ -1,8 +1,7 @@
-// The client side of TLS for connections sluice makes itself (telemetry export; HTTPS readiness probes
-// could use it as well): a TlsSocket in client mode that trusts the system's CA roots (OpenSSL's default
-// paths, so SSL_CERT_FILE / SSL_CERT_DIR work as for any OpenSSL program), checks the peer's certificate
-// against the host name (or IP address) it was asked to reach, sends SNI for a name, and offers one ALPN
-// protocol. As the OpenTelemetry Go exporters of queue-proxy do with an https:// endpoint.
+// The client side of TLS for connections sluice makes itself (telemetry export, HTTPS readiness probes):
+// a TlsSocket in client mode that trusts the system's CA roots (OpenSSL's default paths, so SSL_CERT_FILE /
+// SSL_CERT_DIR work as for any OpenSSL program), checks the peer's certificate against the host name (or
+// IP address) it was asked to reach, sends SNI for a name, and offers one ALPN protocol (or none). As the OpenTelemetry Go exporters of queue-proxy do with an https:// endpoint.
 #pragma once
 
 #include <memory>
