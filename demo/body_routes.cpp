@@ -30,7 +30,10 @@ asio::awaitable<bool> route_echo(Exchange& ex) {
     if (p.ec) co_return false;
     if (p.bytes == 0) break;
     std::string_view data(buf, p.bytes);
-    error_code ec = chunked ? co_await write_chunk(ex, data) : co_await write_all(ex, data);
+    // Not `chunked ? co_await ... : co_await ...`: GCC 12 can evaluate both arms of such a conditional.
+    error_code ec;
+    if (chunked) ec = co_await write_chunk(ex, data);
+    else ec = co_await write_all(ex, data);
     if (ec) co_return false;
   }
   if (chunked && co_await write_last_chunk(ex)) co_return false;
