@@ -1,390 +1,343 @@
-// Rendering a request-log template: values as Go's fmt prints them (%v), Go's template functions
-// (js, html, urlquery, index, len, print, printf, comparisons, not/and/or), header maps keyed by
-// canonical names as net/http's.
-#include <algorithm>
-#include <charconv>
-#include <cstdio>
-#include <stdexcept>
+// Executing a request-log template as Go's text/template executes one (exec.go, read for its behaviour):
+// a variable stack searched by name (a {{template}} call starts a stack of its own with only $), pipelines
+// whose last value is the next command's final argument, fields looked up when the template runs, and
+// arguments checked against what the function or method takes.
+#include "proxy/request_log/eval.h"
 
-#include "proxy/request_log/go_format.h"
-#include "proxy/request_log/program.h"
-#include "proxy/request_log/template.h"
+#include <span>
 
-namespace sluice::proxy {
-namespace request_log {
+#include "proxy/request_log/builtins.h"
+#include "proxy/request_log/fmt.h"
+
+namespace sluice::proxy::request_log {
 namespace {
 
-struct Value {
-  enum class Kind { nil, string, integer, real, boolean, strings, header, revision, response, request };
-  Kind kind = Kind::nil;
-  std::string s;
-  std::int64_t i = 0;
-  double d = 0;
-  bool b = false;
-  std::vector<std::string> list;
-};
+constexpr int kMaxTemplateDepth = 1000;  // Go allows 100000 nested {{template}} calls; this stack is smaller
+constexpr int kMaxNesting = 5000;
 
-Value str(std::string_view v) { return Value{.kind = Value::Kind::string, .s = std::string(v)}; }
-Value integer(std::int64_t v) { return Value{.kind = Value::Kind::integer, .i = v}; }
+[[noreturn]] void fail(const std::string& what) { throw EvalError(what); }
 
-struct EvalError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-class Evaluator {
+class Executor {
  public:
-  explicit Evaluator(const RequestLogInput& in) : in_(in) {}
+  Executor(const Program& p, Data& data, std::string& out)
+      : program_(p), data_(data), out_(out), vars_(data.scratch().vars), args_(data.scratch().args) {}
 
-  void run(const NodeList& nodes, std::string& out) {
-    for (const auto& n : nodes) {
-      switch (n.kind) {
-        case Node::Kind::text: out += n.text; break;
-        case Node::Kind::action: print(out, pipeline(n.pipeline)); break;
-        case Node::Kind::if_: run(truth(pipeline(n.pipeline)) ? n.then : n.otherwise, out); break;
-      }
-    }
+  void run() {
+    auto it = program_.templates.find(kMainTemplate);
+    vars_.emplace_back(0, data_.root());
+    walk(it->second, data_.root());
   }
 
  private:
-  std::string_view header(std::string_view name) const {
-    if (!in_.request) return {};
-    auto it = in_.request->find(name);
-    return it == in_.request->end() ? std::string_view{} : std::string_view(it->value());
+  enum class Flow { normal, break_, continue_ };
+
+  Flow walk(const NodeList& list, const Value& dot) {
+    // Blocks nest at most 1000 deep in a template and templates call each other at most 1000 deep; the
+    // two together are bounded here so that no template can run this thread's stack out.
+    if (++nesting_ > kMaxNesting) fail("exceeded maximum nesting (" + std::to_string(kMaxNesting) + ")");
+    for (const auto& n : list) {
+      if (auto f = walk(n, dot); f != Flow::normal) {
+        --nesting_;
+        return f;
+      }
+    }
+    --nesting_;
+    return Flow::normal;
   }
-  std::vector<std::string> header_values(std::string_view canonical_name) const {
-    std::vector<std::string> v;
-    if (!in_.request || canonical_name == "Host") return v;  // Go moves Host out of the header map
-    for (const auto& f : *in_.request)
-      if (canonical(f.name_string()) == canonical_name) v.emplace_back(f.value());
+
+  Flow walk(const Node& n, const Value& dot) {
+    switch (n.kind) {
+      case Node::Kind::text: out_ += n.text; return Flow::normal;
+      case Node::Kind::action: {
+        Value v = pipeline(n.pipe, dot);
+        if (n.pipe.decl.empty()) print_action_value(out_, v, data_);
+        return Flow::normal;
+      }
+      case Node::Kind::if_:
+      case Node::Kind::with: {
+        const auto mark = vars_.size();
+        Value v = pipeline(n.pipe, dot);
+        Flow f = Flow::normal;
+        if (truth(v, data_)) f = walk(n.list, n.kind == Node::Kind::with ? v : dot);
+        else f = walk(n.else_list, dot);
+        vars_.resize(mark);
+        return f;
+      }
+      case Node::Kind::range: range(n, dot); return Flow::normal;
+      case Node::Kind::template_: call_template(n, dot); return Flow::normal;
+      case Node::Kind::break_: return Flow::break_;
+      case Node::Kind::continue_: return Flow::continue_;
+    }
+    return Flow::normal;
+  }
+
+  void range(const Node& n, const Value& dot) {
+    const auto mark = vars_.size();
+    const Value val = pipeline(n.pipe, dot);
+    const auto body = vars_.size();
+    const auto& decl = n.pipe.decl;
+    // One pass of the body; false when it ran {{break}}.
+    auto once = [&](const Value& index, const Value& elem) {
+      if (!decl.empty()) {
+        if (n.pipe.is_assign) set(decl[0], decl.size() > 1 ? index : elem);
+        else vars_[vars_.size() - 1].second = elem;
+      }
+      if (decl.size() > 1) {
+        if (n.pipe.is_assign) set(decl[1], elem);
+        else vars_[vars_.size() - 2].second = index;
+      }
+      Flow f = walk(n.list, elem);
+      vars_.resize(body);
+      return f != Flow::break_;
+    };
+    bool ran = false;
+    switch (val.type) {
+      case Type::strings:
+        for (std::size_t k = 0; k < val.size(); ++k) {
+          ran = true;
+          if (!once(Value::integer(static_cast<std::int64_t>(k)), Value::string(val.item(k)))) break;
+        }
+        break;
+      case Type::header:
+      case Type::values:
+      case Type::map:
+      case Type::nil_map: {
+        const auto& m = data_.entries(val);  // sorted keys, as Go ranges over a map
+        for (const auto& e : m.entries) {
+          ran = true;
+          if (!once(Value::string(e.key), Value::strings(&m.items, e.begin, e.end))) break;
+        }
+        break;
+      }
+      case Type::integer:  // Go 1.24: range over an int counts from 0
+        if (decl.size() > 1) fail("can't use " + std::to_string(val.i) + " to iterate over more than one variable");
+        for (std::int64_t k = 0; k < val.i; ++k) {
+          ran = true;
+          if (!once(Value{}, Value{.type = Type::integer, .i = k, .s = val.s})) break;
+        }
+        break;
+      case Type::invalid:
+      case Type::nil: break;  // nothing to range over: the else branch
+      default: fail("range can't iterate over " + std::string(type_name(val)));
+    }
+    if (!ran) walk(n.else_list, dot);
+    vars_.resize(mark);
+  }
+
+  void call_template(const Node& n, const Value& dot) {
+    auto it = program_.templates.find(n.text);
+    if (it == program_.templates.end()) fail("template \"" + n.text + "\" not defined");
+    if (depth_ >= kMaxTemplateDepth) fail("exceeded maximum template depth (" + std::to_string(kMaxTemplateDepth) + ")");
+    const Value new_dot = n.has_pipe ? pipeline(n.pipe, dot) : Value{};  // its variables persist here
+    const auto outer = std::exchange(frame_, vars_.size());  // no dynamic scoping: only $ inside
+    vars_.emplace_back(0, new_dot);
+    ++depth_;
+    walk(it->second, new_dot);
+    --depth_;
+    vars_.resize(frame_);
+    frame_ = outer;
+  }
+
+  Value variable(int id) const {
+    for (auto k = vars_.size(); k > frame_; --k)
+      if (vars_[k - 1].first == id) return vars_[k - 1].second;
+    fail("undefined variable: " + program_.variables[static_cast<std::size_t>(id)]);
+  }
+  void set(int id, const Value& v) {
+    for (auto k = vars_.size(); k > frame_; --k)
+      if (vars_[k - 1].first == id) {
+        vars_[k - 1].second = v;
+        return;
+      }
+    fail("undefined variable: " + program_.variables[static_cast<std::size_t>(id)]);
+  }
+
+  Value pipeline(const Pipeline& p, const Value& dot) {
+    Value value;
+    for (std::size_t k = 0; k < p.commands.size(); ++k) {
+      const Value final = value;
+      value = command(p.commands[k], dot, k ? &final : nullptr);
+    }
+    for (int id : p.decl) {
+      if (p.is_assign) set(id, value);
+      else vars_.emplace_back(id, value);
+    }
+    return value;
+  }
+
+  static void not_a_function(const Command* c, const Value* final) {
+    if ((c && c->args.size() > 1) || final)
+      fail("can't give argument to non-function " + (c ? c->args[0].text : std::string()));
+  }
+
+  Value command(const Command& c, const Value& dot, const Value* final) {
+    const Arg& first = c.args[0];
+    switch (first.kind) {
+      case Arg::Kind::field: return field_chain(dot, dot, first.names, &c, final);
+      case Arg::Kind::chain: return field_chain(dot, chain_base(first, dot), first.names, &c, final);
+      case Arg::Kind::function: return function(first.function, dot, &c, final);
+      case Arg::Kind::variable: return variable_arg(first, dot, &c, final);
+      case Arg::Kind::pipeline: not_a_function(&c, final); return pipeline(*first.pipe, dot);
+      default: break;
+    }
+    not_a_function(&c, final);
+    switch (first.kind) {
+      case Arg::Kind::boolean: return Value::boolean(first.boolean);
+      case Arg::Kind::dot: return dot;
+      case Arg::Kind::number: return constant(first.number);
+      case Arg::Kind::string: return Value::string(first.text);
+      default: fail("nil is not a command");
+    }
+  }
+
+  // A number where no type is wanted: a float if written as one, else an int.
+  static Value constant(const Number& n) {
+    const auto& t = n.text;
+    const bool hex_int = t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && t.find_first_of("pP") == std::string::npos;
+    if (n.is_float && !hex_int && t[0] != '\'' && t.find_first_of(".eEpP") != std::string::npos) return Value::floating(n.f);
+    if (n.is_int) return Value::integer(n.i);
+    fail(t + " overflows int");
+  }
+
+  Value chain_base(const Arg& a, const Value& dot) {
+    if (a.pipe) return pipeline(*a.pipe, dot);
+    return function(a.function, dot, nullptr, nullptr);
+  }
+
+  Value variable_arg(const Arg& a, const Value& dot, const Command* c, const Value* final) {
+    Value v = variable(a.variable);
+    if (a.names.empty()) {
+      not_a_function(c, final);
+      return v;
+    }
+    return field_chain(dot, v, a.names, c, final);
+  }
+
+  Value field_chain(const Value& dot, Value recv, std::span<const Name> names, const Command* c, const Value* final) {
+    for (std::size_t k = 0; k + 1 < names.size(); ++k) recv = field(dot, recv, names[k], nullptr, nullptr);
+    return field(dot, recv, names.back(), c, final);
+  }
+
+  Value field(const Value& dot, const Value& recv, const Name& name, const Command* c, const Value* final) {
+    if (recv.type == Type::invalid) return {};
+    if (const MethodSig* sig = data_.method(recv, name.member)) {
+      const std::size_t given = (c ? c->args.size() - 1 : 0) + (final ? 1 : 0);
+      if (given != sig->arity)
+        fail("wrong number of args for " + name.text + ": want " + std::to_string(sig->arity) + " got " + std::to_string(given));
+      Value argv[2];
+      std::size_t k = 0;
+      for (; c && k + 1 < c->args.size(); ++k) argv[k] = arg(c->args[k + 1], dot, param_kind(sig->params[k]));
+      if (final) argv[k] = validate(*final, param_kind(sig->params[k]));
+      return data_.call(*sig, recv, argv);
+    }
+    const bool has_args = (c && c->args.size() > 1) || final;
+    switch (recv.type) {
+      case Type::header:
+      case Type::values:
+      case Type::map:
+      case Type::nil_map:
+        if (has_args) fail(name.text + " is not a method but has arguments");
+        return data_.key(recv, name.text);
+      case Type::nil_pointer: fail("nil pointer evaluating " + std::string(recv.s) + "." + name.text);
+      default:
+        if (Value v; data_.field(recv, name.member, v)) {
+          if (has_args) fail(name.text + " has arguments but cannot be invoked as function");
+          return v;
+        }
+        fail("can't evaluate field " + name.text + " in type " + std::string(type_name(recv)));
+    }
+  }
+
+  static ParamKind param_kind(Param p) { return p == Param::string ? ParamKind::string : ParamKind::integer; }
+
+  Value function(Builtin b, const Value& dot, const Command* c, const Value* final) {
+    const BuiltinSig& sig = signature(b);
+    const std::size_t given = (c ? c->args.size() - 1 : 0);
+    const std::size_t num_in = given + (final ? 1 : 0);
+    if (sig.variadic && num_in < sig.fixed)
+      fail(std::string("wrong number of args for ") + sig.name + ": want at least " + std::to_string(sig.fixed) + " got " + std::to_string(given));
+    if (!sig.variadic && num_in != sig.fixed)
+      fail(std::string("wrong number of args for ") + sig.name + ": want " + std::to_string(sig.fixed) + " got " + std::to_string(num_in));
+    auto kind_at = [&](std::size_t k) { return k == 0 ? sig.first : sig.rest; };
+    if (b == Builtin::and_ || b == Builtin::or_) {  // short-circuit: the deciding operand is the result
+      Value v;
+      for (std::size_t k = 1; k <= given; ++k) {
+        v = arg(c->args[k], dot, ParamKind::reflect);
+        if (truth(v, data_) == (b == Builtin::or_)) return v;
+      }
+      return final ? *final : v;
+    }
+    const auto base = args_.size();
+    for (std::size_t k = 0; k < given; ++k) {
+      Value v = arg(c->args[k + 1], dot, kind_at(k));
+      args_.push_back(v);
+    }
+    if (final) args_.push_back(validate(*final, kind_at(num_in - 1)));
+    Value result = call_builtin(b, args_.data() + base, num_in, data_);
+    args_.resize(base);
+    return result;
+  }
+
+  // evalArg: an operand evaluated for a parameter of the given kind.
+  Value arg(const Arg& a, const Value& dot, ParamKind kind) {
+    switch (a.kind) {
+      case Arg::Kind::dot: return validate(dot, kind);
+      case Arg::Kind::nil:
+        if (kind == ParamKind::any) return Value::of(Type::nil);
+        if (kind == ParamKind::reflect) return {};
+        fail(std::string("cannot assign nil to ") + (kind == ParamKind::string ? "string" : "int"));
+      case Arg::Kind::field: return validate(field_chain(dot, dot, a.names, nullptr, nullptr), kind);
+      case Arg::Kind::variable: return validate(variable_arg(a, dot, nullptr, nullptr), kind);
+      case Arg::Kind::pipeline: return validate(pipeline(*a.pipe, dot), kind);
+      case Arg::Kind::function: return validate(function(a.function, dot, nullptr, nullptr), kind);
+      case Arg::Kind::chain: return validate(field_chain(dot, chain_base(a, dot), a.names, nullptr, nullptr), kind);
+      default: break;
+    }
+    if (kind == ParamKind::string) {
+      if (a.kind != Arg::Kind::string) fail("expected string; found " + a.text);
+      return Value::string(a.text);
+    }
+    if (kind == ParamKind::integer) {
+      if (a.kind != Arg::Kind::number || !a.number.is_int) fail("expected integer; found " + a.text);
+      return Value::integer(a.number.i);
+    }
+    switch (a.kind) {
+      case Arg::Kind::boolean: return Value::boolean(a.boolean);
+      case Arg::Kind::number: return constant(a.number);
+      default: return Value::string(a.text);
+    }
+  }
+
+  // validateType: a value given to a parameter of the given kind.
+  static Value validate(const Value& v, ParamKind kind) {
+    switch (kind) {
+      case ParamKind::reflect: return v;
+      case ParamKind::any: return v.type == Type::invalid ? Value::of(Type::nil) : v;
+      case ParamKind::string:
+        if (v.type == Type::invalid) fail("invalid value; expected string");
+        if (v.type != Type::string) fail("wrong type for value; expected string; got " + std::string(type_name(v)));
+        return v;
+      case ParamKind::integer:
+        if (v.type == Type::invalid) fail("invalid value; expected int");
+        if (v.type != Type::integer || !v.s.empty())
+          fail("wrong type for value; expected int; got " + std::string(type_name(v)));
+        return v;
+    }
     return v;
   }
-  std::string_view target() const {
-    return in_.request ? std::string_view(in_.request->target()) : std::string_view(in_.record.target);
-  }
 
-  Value field(Field f) const {
-    const auto& r = in_.record;
-    const auto& rev = in_.revision;
-    switch (f) {
-      case Field::dot:
-      case Field::request: return Value{.kind = Value::Kind::request};
-      case Field::response: return Value{.kind = Value::Kind::response};
-      case Field::revision: return Value{.kind = Value::Kind::revision};
-      case Field::trace_id: return str(in_.trace_id);
-      case Field::method: return str(in_.request ? std::string_view(in_.request->method_string()) : r.method);
-      case Field::url:
-      case Field::request_uri: return str(target());
-      case Field::url_path: return str(target().substr(0, target().find('?')));
-      case Field::url_raw_query: {
-        auto q = target().find('?');
-        return str(q == std::string_view::npos ? std::string_view{} : target().substr(q + 1));
-      }
-      case Field::host: return str(header("Host"));
-      case Field::header: return Value{.kind = Value::Kind::header};
-      case Field::header_get: throw EvalError(".Request.Header.Get needs an argument");
-      case Field::remote_addr: return str(r.peer);
-      case Field::content_length: {
-        // Go's Request.ContentLength: the declared length, -1 when unknown (chunked), 0 without a body.
-        auto cl = header("Content-Length");
-        std::int64_t n = 0;
-        if (!cl.empty()) std::from_chars(cl.data(), cl.data() + cl.size(), n);
-        else if (!header("Transfer-Encoding").empty()) n = -1;
-        return integer(n);
-      }
-      case Field::proto: return str(r.protocol);
-      case Field::proto_major: return integer(r.protocol == "HTTP/2.0" ? 2 : 1);
-      case Field::proto_minor: return integer(r.protocol == "HTTP/2.0" ? 0 : r.protocol == "HTTP/1.0" ? 0 : 1);
-      case Field::user_agent: return str(in_.request ? header("User-Agent") : std::string_view(r.user_agent));
-      case Field::referer: return str(in_.request ? header("Referer") : std::string_view(r.referer));
-      case Field::code: return integer(r.status);
-      case Field::size: return integer(static_cast<std::int64_t>(r.response_bytes));
-      case Field::latency:
-        return Value{.kind = Value::Kind::real, .d = std::chrono::duration<double>(in_.end - r.start).count()};
-      case Field::rev_name: return str(rev.name);
-      case Field::rev_namespace: return str(rev.namespace_name);
-      case Field::rev_service: return str(rev.service);
-      case Field::rev_configuration: return str(rev.configuration);
-      case Field::rev_pod_name: return str(rev.pod_name);
-      case Field::rev_pod_ip: return str(rev.pod_ip);
-    }
-    return {};
-  }
-
-  Value operand(const Operand& o) {
-    switch (o.kind) {
-      case Operand::Kind::field: return field(o.field);
-      case Operand::Kind::string: return str(o.text);
-      case Operand::Kind::integer: return integer(o.integer);
-      case Operand::Kind::real: return Value{.kind = Value::Kind::real, .d = o.real};
-      case Operand::Kind::boolean: return Value{.kind = Value::Kind::boolean, .b = o.boolean};
-      case Operand::Kind::nil: return {};
-      case Operand::Kind::pipeline: return pipeline(*o.nested);
-    }
-    return {};
-  }
-
-  Value pipeline(const Pipeline& p) {
-    Value last;
-    bool have_last = false;
-    for (const auto& c : p.commands) {
-      std::vector<Value> args;
-      for (const auto& o : c.operands)  // a method names itself: it is not a value
-        args.push_back(o.kind == Operand::Kind::field && o.field == Field::header_get ? Value{} : operand(o));
-      if (have_last) args.push_back(std::move(last));
-      if (c.function.empty()) {
-        const auto& first = c.operands.front();
-        if (first.kind == Operand::Kind::field && first.field == Field::header_get) {
-          if (args.size() != 2 || args[1].kind != Value::Kind::string)
-            throw EvalError(".Request.Header.Get takes one string");
-          auto v = header_values(canonical(args[1].s));
-          last = str(v.empty() ? std::string() : v.front());
-        } else {
-          if (args.size() != 1) throw EvalError("can't give argument to non-function");
-          last = std::move(args.front());
-        }
-      } else {
-        last = call(c.function, args);
-      }
-      have_last = true;
-    }
-    return last;
-  }
-
-  static bool truth(const Value& v) {
-    switch (v.kind) {
-      case Value::Kind::nil: return false;
-      case Value::Kind::string: return !v.s.empty();
-      case Value::Kind::integer: return v.i != 0;
-      case Value::Kind::real: return v.d != 0;
-      case Value::Kind::boolean: return v.b;
-      case Value::Kind::strings: return !v.list.empty();
-      default: return true;
-    }
-  }
-
-  void print(std::string& out, const Value& v) const {
-    switch (v.kind) {
-      case Value::Kind::nil: out += "<no value>"; break;
-      case Value::Kind::string: out += v.s; break;
-      case Value::Kind::integer: out += std::to_string(v.i); break;
-      case Value::Kind::real: append_go_float(out, v.d); break;
-      case Value::Kind::boolean: out += v.b ? "true" : "false"; break;
-      case Value::Kind::strings: print_list(out, v.list); break;
-      case Value::Kind::header: {
-        std::vector<std::string> names;
-        if (in_.request)
-          for (const auto& f : *in_.request) names.push_back(canonical(f.name_string()));
-        std::sort(names.begin(), names.end());
-        names.erase(std::unique(names.begin(), names.end()), names.end());
-        names.erase(std::remove(names.begin(), names.end(), "Host"), names.end());
-        out += "map[";
-        for (std::size_t i = 0; i < names.size(); ++i) {
-          if (i) out += ' ';
-          out += names[i] + ':';
-          print_list(out, header_values(names[i]));
-        }
-        out += ']';
-        break;
-      }
-      case Value::Kind::revision: {
-        const auto& r = in_.revision;
-        out += "&{" + r.name + " " + r.namespace_name + " " + r.service + " " + r.configuration + " " +
-               r.pod_name + " " + r.pod_ip + "}";
-        break;
-      }
-      case Value::Kind::response:
-        out += "&{" + std::to_string(in_.record.status) + " " + std::to_string(in_.record.response_bytes) + " ";
-        append_go_float(out, std::chrono::duration<double>(in_.end - in_.record.start).count());
-        out += '}';
-        break;
-      case Value::Kind::request: out += "&{...}"; break;
-    }
-  }
-  static void print_list(std::string& out, const std::vector<std::string>& l) {
-    out += '[';
-    for (std::size_t i = 0; i < l.size(); ++i) {
-      if (i) out += ' ';
-      out += l[i];
-    }
-    out += ']';
-  }
-
-  // fmt.Sprint: a space between operands when neither is a string.
-  std::string sprint(const std::vector<Value>& args, bool always_space) const {
-    std::string out;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      bool is_str = args[i].kind == Value::Kind::string;
-      if (i > 0 && (always_space || (!is_str && args[i - 1].kind != Value::Kind::string))) out += ' ';
-      print(out, args[i]);
-    }
-    return out;
-  }
-
-  Value call(const std::string& fn, std::vector<Value>& args);
-  Value printf(const std::vector<Value>& args) const;
-  static int compare(const Value& a, const Value& b);
-
-  const RequestLogInput& in_;
+  const Program& program_;
+  Data& data_;
+  std::string& out_;
+  std::vector<std::pair<int, Value>>& vars_;
+  std::vector<Value>& args_;
+  std::size_t frame_ = 0;  // where the running template's variables begin
+  int depth_ = 0;
+  int nesting_ = 0;
 };
-
-int Evaluator::compare(const Value& a, const Value& b) {
-  auto number = [](const Value& v, double& out) {
-    if (v.kind == Value::Kind::integer) out = static_cast<double>(v.i);
-    else if (v.kind == Value::Kind::real) out = v.d;
-    else return false;
-    return true;
-  };
-  double x, y;
-  if (number(a, x) && number(b, y)) return x < y ? -1 : x > y ? 1 : 0;
-  if (a.kind == Value::Kind::string && b.kind == Value::Kind::string) return a.s.compare(b.s) < 0 ? -1 : a.s == b.s ? 0 : 1;
-  if (a.kind == Value::Kind::boolean && b.kind == Value::Kind::boolean) return a.b == b.b ? 0 : a.b ? 1 : -1;
-  throw EvalError("incompatible types for comparison");
-}
-
-Value Evaluator::call(const std::string& fn, std::vector<Value>& args) {
-  auto escaped = [&](void (*esc)(std::string&, std::string_view)) {
-    Value v{.kind = Value::Kind::string};
-    esc(v.s, sprint(args, false));
-    return v;
-  };
-  if (fn == "js") return escaped(js_escape);
-  if (fn == "html") return escaped(html_escape);
-  if (fn == "urlquery") return escaped(query_escape);
-  if (fn == "print") return str(sprint(args, false));
-  if (fn == "println") return str(sprint(args, true) + "\n");
-  if (fn == "printf") return printf(args);
-  if (fn == "not") {
-    if (args.size() != 1) throw EvalError("not takes one argument");
-    return Value{.kind = Value::Kind::boolean, .b = !truth(args[0])};
-  }
-  if (fn == "and" || fn == "or") {
-    for (auto& a : args)
-      if (truth(a) == (fn == "or")) return std::move(a);
-    return std::move(args.back());
-  }
-  if (fn == "len") {
-    if (args.size() != 1) throw EvalError("len takes one argument");
-    const auto& a = args[0];
-    if (a.kind == Value::Kind::string) return integer(static_cast<std::int64_t>(a.s.size()));
-    if (a.kind == Value::Kind::strings) return integer(static_cast<std::int64_t>(a.list.size()));
-    throw EvalError("len of this type");
-  }
-  if (fn == "index") {
-    Value v = std::move(args.at(0));
-    for (std::size_t k = 1; k < args.size(); ++k) {
-      const auto& key = args[k];
-      if (v.kind == Value::Kind::header && key.kind == Value::Kind::string) {
-        // A map lookup by exact key: net/http keeps canonical names, so "x-b3-traceid" finds nothing.
-        Value list{.kind = Value::Kind::strings};
-        if (key.s == canonical(key.s)) list.list = header_values(key.s);
-        v = std::move(list);
-      } else if (v.kind == Value::Kind::strings && key.kind == Value::Kind::integer) {
-        if (key.i < 0 || static_cast<std::size_t>(key.i) >= v.list.size()) throw EvalError("index out of range");
-        v = str(v.list[static_cast<std::size_t>(key.i)]);
-      } else if (v.kind == Value::Kind::string && key.kind == Value::Kind::integer) {
-        if (key.i < 0 || static_cast<std::size_t>(key.i) >= v.s.size()) throw EvalError("index out of range");
-        v = integer(static_cast<unsigned char>(v.s[static_cast<std::size_t>(key.i)]));
-      } else {
-        throw EvalError("can't index item of this type");
-      }
-    }
-    return v;
-  }
-  if (args.size() < 2) throw EvalError(fn + " needs two arguments");
-  int c = compare(args[0], args[1]);
-  bool r = fn == "eq" ? c == 0 : fn == "ne" ? c != 0 : fn == "lt" ? c < 0 : fn == "le" ? c <= 0 : fn == "gt" ? c > 0 : c >= 0;
-  if (fn == "eq")  // eq a b c: a equals any of the others
-    for (std::size_t k = 2; !r && k < args.size(); ++k) r = compare(args[0], args[k]) == 0;
-  return Value{.kind = Value::Kind::boolean, .b = r};
-}
-
-// The verbs request logs use: %s %v %d %q %f (with a precision) and %%.
-Value Evaluator::printf(const std::vector<Value>& args) const {
-  if (args.empty() || args[0].kind != Value::Kind::string) throw EvalError("printf needs a format string");
-  const std::string& f = args[0].s;
-  std::string out;
-  std::size_t next = 1;
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    if (f[i] != '%' || i + 1 >= f.size()) {
-      out += f[i];
-      continue;
-    }
-    std::size_t j = i + 1;
-    int precision = -1;
-    if (f[j] == '.') {
-      precision = 0;
-      while (++j < f.size() && std::isdigit(static_cast<unsigned char>(f[j]))) precision = precision * 10 + (f[j] - '0');
-    }
-    if (j >= f.size()) break;
-    char verb = f[j];
-    i = j;
-    if (verb == '%') {
-      out += '%';
-      continue;
-    }
-    if (next >= args.size()) {
-      out += std::string("%!") + verb + "(MISSING)";
-      continue;
-    }
-    const Value& a = args[next++];
-    if (verb == 'q' && a.kind == Value::Kind::string) {
-      out += '"';
-      for (char c : a.s) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-      }
-      out += '"';
-    } else if (verb == 'f' && (a.kind == Value::Kind::real || a.kind == Value::Kind::integer)) {
-      char buf[64];
-      double d = a.kind == Value::Kind::real ? a.d : static_cast<double>(a.i);
-      std::snprintf(buf, sizeof buf, "%.*f", precision < 0 ? 6 : precision, d);
-      out += buf;
-    } else {
-      print(out, a);
-    }
-  }
-  return str(out);
-}
 
 }  // namespace
 
-}  // namespace request_log
+void execute(const Program& program, Data& data, std::string& out) { Executor(program, data, out).run(); }
 
-RequestLogTemplate::RequestLogTemplate(std::string_view text)
-    : program_(std::make_unique<request_log::Program>(request_log::parse(text))) {}
-RequestLogTemplate::~RequestLogTemplate() = default;
-RequestLogTemplate::RequestLogTemplate(RequestLogTemplate&&) noexcept = default;
-RequestLogTemplate& RequestLogTemplate::operator=(RequestLogTemplate&&) noexcept = default;
-
-bool RequestLogTemplate::render(std::string& out, const RequestLogInput& in) const {
-  const auto size = out.size();
-  try {
-    request_log::Evaluator(in).run(program_->nodes, out);
-    return true;
-  } catch (const std::exception&) {
-    out.resize(size);
-    out += "Invalid request log template: method: ";
-    out += in.request ? std::string_view(in.request->method_string()) : std::string_view(in.record.method);
-    out += ", response code: " + std::to_string(in.record.status) + ", latency: ";
-    request_log::append_go_float(out, std::chrono::duration<double>(in.end - in.record.start).count());
-    out += ", url: ";
-    out += in.request ? std::string_view(in.request->target()) : std::string_view(in.record.target);
-    return false;
-  }
-}
-
-std::string_view trace_id_of(const http::request_header<>& req) {
-  if (auto it = req.find("traceparent"); it != req.end()) {
-    // version-traceid-parentid-flags
-    std::string_view v = it->value();
-    auto a = v.find('-');
-    if (a != std::string_view::npos) {
-      auto b = v.find('-', a + 1);
-      return v.substr(a + 1, b == std::string_view::npos ? std::string_view::npos : b - a - 1);
-    }
-  }
-  if (auto it = req.find("x-b3-traceid"); it != req.end()) return std::string_view(it->value());
-  return {};
-}
-
-}  // namespace sluice::proxy
+}  // namespace sluice::proxy::request_log

@@ -1,42 +1,68 @@
-// The parsed form of a request-log template (internal to proxy/request_log/).
+// The parsed form of a request-log template (internal to proxy/request_log/): Go text/template's parse tree,
+// with function names and field names resolved to enums once, at start-up.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "proxy/request_log/literal.h"
+
 namespace sluice::proxy::request_log {
 
-// Every data path a template may name, resolved at parse time.
-enum class Field {
-  dot, request, response, revision, trace_id,
-  method, url, url_path, url_raw_query, host, header, header_get, remote_addr, request_uri, content_length,
-  proto, proto_major, proto_minor, user_agent, referer,
-  code, size, latency,
-  rev_name, rev_namespace, rev_service, rev_configuration, rev_pod_name, rev_pod_ip,
+// text/template's predefined functions.
+enum class Builtin : std::uint8_t {
+  and_, or_, not_, len, index, slice, print, printf, println, html, js, urlquery, eq, ne, lt, le, gt, ge, call,
+};
+
+// Every field or method name of the data a template reaches (Knative's input, net/http's Request, net/url's
+// URL, ...); any other name is `other` and means a map key or an error, found when the template runs.
+enum class Member : std::uint8_t {
+  other,
+  // RequestLogTemplateInput
+  Request, Response, Revision, TraceID,
+  // *http.Request
+  Method, URL, Proto, ProtoMajor, ProtoMinor, Header, ContentLength, TransferEncoding, Close, Host, Form,
+  PostForm, MultipartForm, Trailer, RemoteAddr, RequestURI, TLS, Pattern, UserAgent, Referer, ProtoAtLeast,
+  // *url.URL
+  Scheme, Opaque, User, Path, RawPath, OmitHost, ForceQuery, RawQuery, Fragment, RawFragment, String,
+  EscapedPath, EscapedFragment, Hostname, Port, Query, IsAbs, Redacted,
+  // RequestLogResponse, RequestLogRevision
+  Code, Size, Latency, Name, Namespace, Service, Configuration, PodName, PodIP,
+  // http.Header, url.Values
+  Get, Values, Has, Encode,
+};
+Member member_of(std::string_view name);  // defined with the data, in data.cpp
+
+struct Name {
+  Member member;
+  std::string text;
 };
 
 struct Pipeline;
 
-struct Operand {
-  enum class Kind { field, string, integer, real, boolean, nil, pipeline };
+// An operand of a command (Go's parse nodes that can be arguments).
+struct Arg {
+  enum class Kind : std::uint8_t { dot, nil, boolean, number, string, field, variable, chain, function, pipeline };
   Kind kind = Kind::nil;
-  Field field = Field::dot;
-  std::string text;
-  std::int64_t integer = 0;
-  double real = 0;
   bool boolean = false;
-  std::shared_ptr<Pipeline> nested;  // Kind::pipeline: (a parenthesised pipeline)
+  Number number;
+  std::string text;         // string: its value; for messages, the operand as written
+  int variable = -1;        // variable: the index of its name in Program::variables ("$" is 0)
+  Builtin function{};       // function, or a chain's base when `pipe` is empty
+  std::vector<Name> names;  // field: .A.B; variable: $x.A.B (after the variable); chain: (…).A.B
+  std::shared_ptr<const Pipeline> pipe;  // pipeline; chain: its base when it is a pipeline
 };
 
-// A function applied to operands, or a single operand (function empty; a method's arguments follow it).
 struct Command {
-  std::string function;
-  std::vector<Operand> operands;
+  std::vector<Arg> args;  // args[0]: the function, field, variable, ... the others are its arguments
 };
 
 struct Pipeline {
+  std::vector<int> decl;  // variables declared ($x := …) or assigned ($x = …)
+  bool is_assign = false;
   std::vector<Command> commands;  // each one's result is the last argument of the next
 };
 
@@ -44,18 +70,23 @@ struct Node;
 using NodeList = std::vector<Node>;
 
 struct Node {
-  enum class Kind { text, action, if_ };
+  enum class Kind : std::uint8_t { text, action, if_, with, range, template_, break_, continue_ };
   Kind kind = Kind::text;
-  std::string text;
-  Pipeline pipeline;
-  NodeList then, otherwise;  // if: the branches
+  std::string text;    // text; template_: the name called
+  bool has_pipe = false;  // template_: {{template "x" pipeline}}
+  Pipeline pipe;
+  NodeList list, else_list;
 };
 
 struct Program {
-  NodeList nodes;
+  std::map<std::string, NodeList, std::less<>> templates;  // "requestLog" and the {{define}}d ones
+  std::vector<std::string> variables;                       // names, "$" first
 };
 
-// Parses `text`; throws std::invalid_argument naming the problem and its byte offset.
+// Parses `text` as template.New("requestLog").Parse does; throws std::invalid_argument with Go's
+// message ("template: requestLog:1: unexpected EOF").
 Program parse(std::string_view text);
+
+inline constexpr std::string_view kMainTemplate = "requestLog";
 
 }  // namespace sluice::proxy::request_log

@@ -1,7 +1,7 @@
 // Knative's request-log template (SERVING_REQUEST_LOG_TEMPLATE / OBSERVABILITY_CONFIG.requestLogTemplate):
-// the subset of Go's text/template that request-log templates use, over the fields Knative documents
-// (.Request.*, .Response.*, .Revision.*, .TraceID). Parsed once at start-up; rendering allocates only the
-// output and the values it prints.
+// Go's text/template over Knative's RequestLogTemplateInput (.Request, .Response, .Revision, .TraceID).
+// Parsed once at start-up; rendering allocates only the output and the values it prints, in scratch space
+// each thread reuses.
 #pragma once
 
 #include <memory>
@@ -28,15 +28,17 @@ struct Program;
 
 class RequestLogTemplate {
  public:
-  // Throws std::invalid_argument saying what is wrong and where (byte offset). Fields outside the
-  // documented set are refused here (Go would fail on every request instead).
+  // Parses `text` as queue-proxy does (template.New("requestLog").Parse, after adding the newline Knative
+  // adds when the text has none). Throws std::invalid_argument with Go's message where Go's Parse fails.
+  // Fields are not checked here: a missing one (.Request.Nope) fails each line, as in Go.
   explicit RequestLogTemplate(std::string_view text);
   ~RequestLogTemplate();
   RequestLogTemplate(RequestLogTemplate&&) noexcept;
   RequestLogTemplate& operator=(RequestLogTemplate&&) noexcept;
 
-  // Appends the rendered text to `out`. On an evaluation error (index of a non-map, say) appends what
-  // Knative's queue-proxy writes then: "Invalid request log template: method: …" and returns false.
+  // Appends what queue-proxy writes for the exchange (ending in the template's newline). When the template
+  // fails to run, appends Knative's own line instead, "Invalid request log template: method: …, response
+  // code: …, latency: …, url: …\n", and returns false.
   bool render(std::string& out, const RequestLogInput& in) const;
 
  private:
