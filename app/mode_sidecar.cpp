@@ -51,6 +51,8 @@ int run_sidecar(Args args) {
     for (const auto& n : cfg.not_acted_on) names += (names.empty() ? "" : ", ") + n;
     log::warn("queue-proxy settings accepted but not acted on by sluice").kv("settings", names);
   }
+  if (!cfg.request_log_error.empty())
+    log::error("Error setting up request logger. Request logs will be unavailable.").kv("error", cfg.request_log_error);
   if (cfg.revision_timeout_disabled)
     log::warn("REVISION_TIMEOUT_SECONDS=0: no request timeout (queue-proxy would answer 504 to every request)");
 

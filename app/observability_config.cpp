@@ -1,5 +1,6 @@
 // Observability settings; see observability_config.h. Validation follows knative.dev/pkg/observability
-// (tracing and metrics Config.Validate) and serving's pkg/observability (a template must parse).
+// (tracing and metrics Config.Validate); the request-log template is parsed where queue-proxy parses it,
+// when the request log is set up (app/sidecar_config.cpp).
 #include "app/observability_config.h"
 
 #include <boost/json.hpp>

@@ -245,11 +245,14 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   c.proxy.probe_request_log = obs.probe_request_log;
   c.user_metrics = obs.prometheus_metrics;
   c.not_acted_on.insert(c.not_acted_on.end(), obs.not_acted_on.begin(), obs.not_acted_on.end());
-  if (!obs.request_log_template.empty()) {
+  // queue-proxy parses the template only to write request logs; when Go's Parse refuses it, queue-proxy logs
+  // "Error setting up request logger. Request logs will be unavailable." and serves without them.
+  if (c.proxy.request_log && !obs.request_log_template.empty()) {
     try {
       c.proxy.request_log_template = std::make_shared<const proxy::RequestLogTemplate>(obs.request_log_template);
     } catch (const std::invalid_argument& e) {
-      throw ConfigError(obs.template_source + ": " + e.what());
+      c.proxy.request_log = false;
+      c.request_log_error = obs.template_source + ": " + e.what();
     }
   }
   c.proxy.revision = {.name = c.revision, .namespace_name = c.namespace_name, .service = c.service,

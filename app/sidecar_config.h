@@ -27,6 +27,7 @@ struct SidecarConfig {
   proxy::telemetry::TracingConfig tracing;
   proxy::telemetry::MetricsPushConfig metrics_push;
   std::vector<std::string> not_acted_on;  // queue-proxy settings accepted but not honoured (one warning)
+  std::string request_log_error;  // the template Go's Parse refuses (variable: error); request logs are off
   bool help = false;
   std::string help_text;
 };

@@ -1,6 +1,7 @@
-// What Knative 1.19-1.23 injects into queue-proxy, through the real sidecar: request-log templates
-// from either generation of variables, the start-up warning for settings sluice does not act on, and
-// ENABLE_HTTP_FULL_DUPLEX with an app that answers while the request body still arrives.
+// What Knative 1.19-1.23 injects into queue-proxy, through the real sidecar: request-log templates from
+// either generation of variables (and the two ways a template fails, as queue-proxy fails them), the
+// start-up warning for settings sluice does not act on, and ENABLE_HTTP_FULL_DUPLEX with an app that
+// answers while the request body still arrives.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -54,13 +55,53 @@ TEST(RequestLogTemplate, ObservabilityConfigTemplateWithTheTraceIdOfTraceparent)
   EXPECT_EQ(*line, R"({"m":"GET","t":"4bf92f3577b34da6a3ce929d0e0e4736","p":"HTTP/2.0"})");
 }
 
-TEST(RequestLogTemplate, AnUnparsableTemplateStopsStartUpNamingTheVariable) {
-  auto r = refused_start({{"SERVING_ENABLE_REQUEST_LOG", "true"}, {"SERVING_REQUEST_LOG_TEMPLATE", "{{.Request.Method"}});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("SERVING_REQUEST_LOG_TEMPLATE: unclosed action"), std::string::npos) << r.err;
-  r = refused_start({{"OBSERVABILITY_CONFIG", R"({"enableRequestLog":true,"requestLogTemplate":"{{if .Request.Host}}"})"}});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("OBSERVABILITY_CONFIG requestLogTemplate"), std::string::npos) << r.err;
+TEST(RequestLogTemplate, WithRangeAndVariablesRenderAsQueueProxyRendersThem) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"SERVING_ENABLE_REQUEST_LOG", "true"},
+              {"SERVING_REQUEST_LOG_TEMPLATE",
+               R"(rl {{$m := .Request.Method}}{{with .Response}}{{$m}} {{.Code}}{{end}})"
+               R"({{range $k, $v := .Request.Header}}{{if eq $k "X-Tag"}} {{$k}}={{index $v 0}}{{end}}{{end}})"}}}};
+  ASSERT_EQ(curl({"-H", "X-Tag: t1", sidecar.url("/bytes/5")}).exit_code, 0);
+  auto line = sidecar.process->wait_for_line("rl GET");
+  ASSERT_TRUE(line);
+  EXPECT_EQ(*line, "rl GET 200 X-Tag=t1");
+}
+
+// Go's Parse accepts a field that does not exist; running the template fails, and Knative writes its own line.
+TEST(RequestLogTemplate, AMissingFieldGivesKnativesLineForEachRequest) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"SERVING_ENABLE_REQUEST_LOG", "true"},
+                                         {"SERVING_REQUEST_LOG_TEMPLATE", "{{.Request.Nope}}"}}}};
+  ASSERT_EQ(curl({sidecar.url("/bytes/5?a=1")}).exit_code, 0);
+  auto line = sidecar.process->wait_for_line("Invalid request log template");
+  ASSERT_TRUE(line);
+  EXPECT_TRUE(line->starts_with("Invalid request log template: method: GET, response code: 200, latency: ")) << *line;
+  EXPECT_TRUE(line->ends_with(", url: /bytes/5?a=1")) << *line;
+}
+
+// queue-proxy logs "Error setting up request logger. Request logs will be unavailable." and serves on.
+TEST(RequestLogTemplate, AnUnparsableTemplateIsNamedOnceAndRequestsAreServedUnlogged) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"SERVING_ENABLE_REQUEST_LOG", "true"},
+                                         {"SERVING_REQUEST_LOG_TEMPLATE", "tmpl {{.Request.Method"}}}};
+  auto line = sidecar.process->wait_for_line("Error setting up request logger");
+  ASSERT_TRUE(line);
+  EXPECT_NE(line->find("SERVING_REQUEST_LOG_TEMPLATE: template: requestLog:"), std::string::npos) << *line;
+  EXPECT_NE(line->find("unclosed action"), std::string::npos) << *line;
+  ASSERT_EQ(curl({sidecar.url("/bytes/5")}).exit_code, 0);
+  EXPECT_EQ(count_of(sidecar.process->stdout_text(), "tmpl"), 0u);
+
+  Sidecar other{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"OBSERVABILITY_CONFIG", R"({"enableRequestLog":true,"requestLogTemplate":"{{if .Request.Host}}"})"}}}};
+  line = other.process->wait_for_line("Error setting up request logger");
+  ASSERT_TRUE(line);
+  EXPECT_NE(line->find("OBSERVABILITY_CONFIG requestLogTemplate"), std::string::npos) << *line;
+  EXPECT_EQ(curl({other.url("/bytes/5")}).exit_code, 0);
 }
 
 TEST(NothingIgnoredSilently, SettingsSluiceDoesNotActOnAreNamedOnceAtStart) {

@@ -168,6 +168,36 @@ TEST(SidecarConfig, RequestLogFromEitherGenerationOfVariables) {
   EXPECT_NE(error_of(env).find("OBSERVABILITY_CONFIG"), std::string::npos);
 }
 
+// queue-proxy: "Error setting up request logger. Request logs will be unavailable." and it serves on.
+TEST(SidecarConfig, ATemplateGoCannotParseTurnsRequestLogsOffInsteadOfStopping) {
+  auto env = kRequired;
+  env["SERVING_ENABLE_REQUEST_LOG"] = "true";
+  env["SERVING_REQUEST_LOG_TEMPLATE"] = "{{if .Request.Host}}";
+  EXPECT_EQ(error_of(env), "");
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_FALSE(c.proxy.request_log);
+  EXPECT_EQ(c.proxy.request_log_template, nullptr);
+  EXPECT_EQ(c.request_log_error, "SERVING_REQUEST_LOG_TEMPLATE: template: requestLog:2: unexpected EOF");
+
+  env = kRequired;
+  env["OBSERVABILITY_CONFIG"] = R"({"enableRequestLog": true, "requestLogTemplate": "{{nofunc}}"})";
+  c = parse_sidecar_config(env_of(env), {});
+  EXPECT_FALSE(c.proxy.request_log);
+  EXPECT_EQ(c.request_log_error,
+            "OBSERVABILITY_CONFIG requestLogTemplate: template: requestLog:1: function \"nofunc\" not defined");
+
+  // A field that does not exist is no parse error in Go: the log stays on and fails line by line.
+  env["OBSERVABILITY_CONFIG"] = R"({"enableRequestLog": true, "requestLogTemplate": "{{.Request.Nope}}"})";
+  c = parse_sidecar_config(env_of(env), {});
+  EXPECT_TRUE(c.proxy.request_log);
+  EXPECT_NE(c.proxy.request_log_template, nullptr);
+  EXPECT_EQ(c.request_log_error, "");
+
+  // Without the request log queue-proxy never parses the template, so says nothing about it.
+  env["OBSERVABILITY_CONFIG"] = R"({"enableRequestLog": false, "requestLogTemplate": "{{nofunc}}"})";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).request_log_error, "");
+}
+
 TEST(SidecarConfig, UnknownEnvironmentVariablesAreIgnored) {
   auto env = kRequired;
   env["SOME_FUTURE_KNATIVE_VAR"] = "whatever";
