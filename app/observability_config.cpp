@@ -3,6 +3,8 @@
 // when the request log is set up (app/sidecar_config.cpp).
 #include "app/observability_config.h"
 
+#include <cctype>
+
 #include <boost/json.hpp>
 
 #include "common/config_error.h"
@@ -97,6 +99,9 @@ void parse_new_style(const std::string& json, ObservabilitySettings& s) {
   if (auto t = string_at(o, "requestLogTemplate", ""); !t.empty()) {
     s.request_log_template = t;
     s.template_source = "OBSERVABILITY_CONFIG requestLogTemplate";
+  } else if (auto* p = o.if_contains("requestLogTemplate"); p && p->is_string()) {
+    // Written out empty, it replaces Knative's default template, and an empty template logs nothing.
+    s.request_log = false;
   }
   if (auto* t = object_at(o, "tracing")) parse_tracing(*t, s);
   if (auto* m = object_at(o, "requestMetrics")) parse_request_metrics(*m, s);
@@ -188,6 +193,10 @@ proxy::telemetry::Endpoint parse_endpoint(const std::string& what, const std::st
   } else if (rest.find("://") != std::string_view::npos) {
     throw ConfigError(what + "=\"" + text + "\": expected an http:// or https:// URL, or host:port");
   } else {
+    // Go's url.Parse reads "collector:4317" as scheme "collector" (Knative then dials it over TLS) but
+    // refuses "127.0.0.1:4317" or "[::1]:4317": a first path segment with a colon. So does sluice.
+    if (rest.empty() || !std::isalpha(static_cast<unsigned char>(rest.front())))
+      throw ConfigError(what + "=\"" + text + "\": not a URL (no scheme, and a first path segment with a colon)");
     e.tls = true;  // as Knative (knative.dev/pkg tracing.endpointFor): no scheme means https
   }
   auto slash = rest.find('/');

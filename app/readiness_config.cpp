@@ -153,10 +153,9 @@ proxy::ReadinessProbeConfig parse_readiness_probe(std::string_view json, std::ui
   c.port = user_port;
   if (blank(json)) return c;
   auto v = parse_json(json);
-  if (v.is_array()) {  // one probe per container, without ENABLE_MULTI_CONTAINER_PROBES: the app's
-    if (v.as_array().empty()) return c;
-    v = boost::json::value(v.as_array().front());
-  }
+  // queue-proxy decodes it into one Probe: an array is an error there (ENABLE_MULTI_CONTAINER_PROBES
+  // takes arrays).
+  if (v.is_array()) bad_probe("an array needs ENABLE_MULTI_CONTAINER_PROBES=true (expected one probe object)");
   return parse_one(v, user_port);
 }
 
@@ -164,7 +163,7 @@ std::vector<proxy::ReadinessProbeConfig> parse_readiness_probes(std::string_view
                                                                 bool multi) {
   if (!multi || blank(json)) return {parse_readiness_probe(json, user_port)};
   auto v = parse_json(json);
-  if (!v.is_array()) return {parse_readiness_probe(json, user_port)};  // a single probe is an array of one
+  if (!v.is_array()) bad_probe("with ENABLE_MULTI_CONTAINER_PROBES=true, expected an array of probes");
   std::vector<proxy::ReadinessProbeConfig> probes;
   for (const auto& e : v.as_array()) probes.push_back(parse_one(e, user_port));
   if (probes.empty()) probes.push_back(parse_readiness_probe("", user_port));

@@ -62,6 +62,8 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_MAX_HEADER_COUNT", "max-header-count", false,
        "header fields per request (default 0: none beyond the bytes, as queue-proxy; 431 beyond)"},
       {"SLUICE_MAX_TARGET_BYTES", "max-target-bytes", false, "request target (URI) length (default: max-header-bytes; 414 beyond)"},
+      {"SLUICE_MAX_RESPONSE_HEADER_BYTES", "max-response-header-bytes", false,
+       "the app's status line + headers (default 10485760, as Go's http.Transport; 502 beyond)"},
       {"SLUICE_MAX_BODY_BYTES", "max-body-bytes", false, "request body, 0 = unlimited (default 0; 413 beyond)"},
       {"SLUICE_MAX_CONNECTIONS", "max-connections", false, "open client connections (default 10000)"},
       {"SLUICE_H2_MAX_CONCURRENT_STREAMS", "h2-max-concurrent-streams", false,
@@ -193,10 +195,14 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   o.check_required();
   constexpr std::int64_t kMaxSeconds = 365LL * 24 * 3600;
 
-  c.container_concurrency = static_cast<int>(o.get_int("CONTAINER_CONCURRENCY", 0, 0, 1'000'000));
+  // queue-proxy reads its booleans with Go's strconv.ParseBool, to which an empty value is no boolean.
+  for (const char* v : {"ENABLE_HTTP_FULL_DUPLEX", "ENABLE_HTTP2_AUTO_DETECTION", "ENABLE_MULTI_CONTAINER_PROBES"})
+    if (auto value = o.get(v); value && value->empty())
+      throw ConfigError(std::string(v) + "=\"\": expected true or false (an empty value is not a boolean)");
+  // Below 1, queue-proxy builds no breaker: no limit.
+  c.container_concurrency = static_cast<int>(
+      std::max<std::int64_t>(0, o.get_int("CONTAINER_CONCURRENCY", 0, INT32_MIN, 1'000'000)));
   c.proxy.port = o.get_port("QUEUE_SERVING_PORT", 8012);
-  c.tls_port = o.get_port("QUEUE_SERVING_TLS_PORT", 8112);
-  c.proxy.tls_port = c.tls_port;
   {
     // Knative mounts the pair here when system-internal-tls is on; queue-proxy serves TLS only then.
     constexpr const char* kCert = "/var/lib/knative/certs/tls.crt";
@@ -210,13 +216,25 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     proxy::TlsConfig tls{.cert_file = cert, .key_file = key};
     if (explicit_pair || (std::filesystem::exists(cert) && std::filesystem::exists(key))) {
       apply_tls_knobs(o, tls);
+      c.tls_port = o.get_port("QUEUE_SERVING_TLS_PORT", 8112);  // read only with TLS on, as queue-proxy
+      c.proxy.tls_port = c.tls_port;
       tls.reload_interval = proxy::Millis(o.get_int("SLUICE_TLS_RELOAD_MS", 10000, 0, 86'400'000));
       c.proxy.tls = tls;
     }
   }
-  c.proxy.upstream_port = o.get_port("USER_PORT", 8080);
-  if (c.proxy.upstream_port == 0) throw ConfigError("USER_PORT=\"0\": expected a port from 1 to 65535");
-  auto timeout = o.get_int("REVISION_TIMEOUT_SECONDS", 300, 0, kMaxSeconds);
+  {
+    // queue-proxy only joins USER_PORT into the app's address: anything else is a 502 for every request.
+    auto user = o.get_string("USER_PORT", "8080");
+    unsigned port = 0;
+    auto [p, ec] = std::from_chars(user.data(), user.data() + user.size(), port);
+    if (ec != std::errc() || p != user.data() + user.size() || port < 1 || port > 65535) {
+      c.not_acted_on.push_back("USER_PORT=" + user + " (not a port: every request is a 502, as queue-proxy's)");
+      port = 0;
+    }
+    c.proxy.upstream_port = static_cast<std::uint16_t>(port);
+  }
+  // A negative timeout, as 0: queue-proxy's timer fires at once (sluice: no timeout, see README).
+  auto timeout = std::max<std::int64_t>(0, o.get_int("REVISION_TIMEOUT_SECONDS", 300, INT32_MIN, kMaxSeconds));
   c.revision_timeout_disabled = timeout == 0;
   c.proxy.timeouts.request = seconds(timeout);
   c.proxy.timeouts.response_start =
@@ -326,6 +344,9 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   l.max_target_bytes = static_cast<std::size_t>(
       o.get_int("SLUICE_MAX_TARGET_BYTES", static_cast<std::int64_t>(l.max_header_bytes), 16, 16 << 20));
   l.max_body_bytes = static_cast<std::uint64_t>(o.get_int("SLUICE_MAX_BODY_BYTES", 0, 0, INT64_MAX));
+  // Go's http.Transport, queue-proxy's client, reads an app's response head of up to 10 MiB.
+  l.max_response_header_bytes = static_cast<std::size_t>(
+      o.get_int("SLUICE_MAX_RESPONSE_HEADER_BYTES", 10 << 20, 1024, 64 << 20));
   l.max_connections = static_cast<std::size_t>(o.get_int("SLUICE_MAX_CONNECTIONS", 10000, 1, 10'000'000));
   auto& h2 = l.h2;
   h2.max_concurrent_streams =

@@ -12,24 +12,29 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 }
 
 ProbeKind probe_kind_of(const http::request_header<>& req) {
-  return classify_probe(field_value(req, http::field::user_agent), field_value(req, kNetworkProbeHeader),
-                        field_value(req, kKubeletProbeHeader));
+  return classify_probe(field_value(req, http::field::user_agent), field_value(req, kNetworkProbeHeader));
 }
 
+ProbeMarks probe_marks_of(const http::request_header<>& req) {
+  return probe_marks(field_value(req, http::field::user_agent), field_value(req, kNetworkProbeHeader),
+                     field_value(req, kKubeletProbeHeader));
+}
+
+// queue-proxy's answers, word for word: a drain first, then the probe's own rules.
 asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKind kind,
                                                  const http::request_header<>& req) {
+  if (worker.shared.drainer.draining()) co_return LocalAnswer{.status = 503, .body = "shutting down"};
   if (kind == ProbeKind::network_hash) {
     auto hash = req[kNetworkHashHeader];
     if (hash.empty())
       co_return LocalAnswer{.status = 400, .body = "a probe request must contain a non-empty \"K-Network-Hash\" header"};
     co_return LocalAnswer{.status = 200, .exact_body = true, .network_hash = std::string(hash)};
   }
-  if (worker.shared.drainer.draining()) co_return LocalAnswer{.status = 503, .body = "shutting down"};
   auto value = req[kNetworkProbeHeader];
-  if (!value.empty() && value != "queue")
+  if (value != "queue")
     co_return LocalAnswer{.status = 400, .body = "unexpected probe header value: " + std::string(value)};
   bool ready = co_await worker.shared.readiness.check();
-  if (!ready) co_return LocalAnswer{.status = 503, .body = "container not ready"};
+  if (!ready) co_return LocalAnswer{.status = 503, .exact_body = true};  // no body, as queue-proxy
   co_return LocalAnswer{.status = 200, .body = "queue", .exact_body = true};
 }
 
@@ -40,13 +45,14 @@ CountedExchange::CountedExchange(WorkerContext& worker, const http::request_head
       proxied_(iequals(field_value(req, kProxyRequestHeader), "activator")),
       record_(record) {
   shared_.drainer.note_request(record_.start);
-  stats_.request_in(record_.start, proxied_);
+  // queue-proxy forwards a request marked as the kubelet's without counting it for the autoscaler.
+  if (!record_.probe.kubelet) stats_.request_in(record_.start, proxied_);
 }
 
 CountedExchange::~CountedExchange() {
   auto now = Clock::now();
-  stats_.request_out(now, proxied_);
-  if (shared_.request_metrics)
+  if (!record_.probe.kubelet) stats_.request_out(now, proxied_);
+  if (shared_.request_metrics && !record_.probe.any)
     shared_.request_metrics->record_proxy(record_.status, seconds_between(record_.start, now));
 }
 

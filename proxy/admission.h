@@ -13,6 +13,7 @@
 namespace sluice::proxy {
 
 ProbeKind probe_kind_of(const http::request_header<>& req);
+ProbeMarks probe_marks_of(const http::request_header<>& req);
 
 // The answer to a health check of the given kind.
 asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKind kind,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "proxy/asio.h"
+#include "proxy/probe.h"
 
 namespace sluice::proxy {
 
@@ -37,6 +38,7 @@ struct ExchangeRecord {
   int status = 0;
   std::uint64_t request_bytes = 0;   // body bytes received from the client
   std::uint64_t response_bytes = 0;  // body bytes sent to the client
+  ProbeMarks probe;  // a forwarded request that is a probe all the same (probe.h)
 };
 
 // How a message's body is delimited, independent of the wire: absent, of a known length, or of a length

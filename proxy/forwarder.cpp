@@ -79,7 +79,7 @@ asio::awaitable<void> Forwarding::run() {
   // Each gate is awaited only when it is configured: a coroutine call costs a frame even when it has
   // nothing to wait for.
   std::optional<BreakerSlot> slot;
-  if (w.shared.breaker) {
+  if (w.shared.breaker && !record_.probe.kubelet) {  // queue-proxy lets the kubelet's past its breaker
     if (auto refused = co_await pass_breaker(w, admit_by, slot)) co_return co_await answer(*refused);
   }
   std::optional<InstanceLease> lease;
@@ -170,7 +170,7 @@ asio::awaitable<void> Forwarding::run() {
 }
 
 void Forwarding::count_app_exchange(Clock::time_point end) const {
-  if (worker_.shared.request_metrics && upstream_start_ != Clock::time_point{})
+  if (worker_.shared.request_metrics && upstream_start_ != Clock::time_point{} && !record_.probe.any)
     worker_.shared.request_metrics->record_app(record_.status, seconds_between(upstream_start_, end));
 }
 
@@ -185,6 +185,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
   auto& record = down.record;
   auto& req = down.request();
   forwarding::begin_record(record, req, config.request_log);
+  record.probe = probe_marks_of(req);
   // Health checks are answered here, never forwarded, counted or queued (SPEC §3.1).
   if (auto probe = probe_kind_of(req); probe != ProbeKind::none) {
     auto answer = co_await answer_health_check(worker, probe, req);
@@ -196,7 +197,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
   }
   // Tracing: the span begins where the exchange is counted and ends where its log line is written.
   std::optional<telemetry::ExchangeSpan> span;
-  if (worker.shared.tracer) span = worker.shared.tracer->begin(req, record);
+  if (worker.shared.tracer && !record.probe.any) span = worker.shared.tracer->begin(req, record);
   {
     CountedExchange counted(worker, req, record);
     {
@@ -208,7 +209,8 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
     if (!down.is_flushed()) co_await down.flushed();
   }
   if (span) worker.shared.tracer->end(*span, req, record, Clock::now());
-  log_exchange(worker, record, &req);
+  // A forwarded probe (K-Network-Probe: queue from an ordinary client, K-Kubelet-Probe) is logged as one.
+  if (!record.probe.any || config.probe_request_log) log_exchange(worker, record, &req);
 }
 
 }  // namespace sluice::proxy

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <ctime>
 #include <random>
 
 namespace sluice::proxy {
@@ -104,6 +105,20 @@ void append_forwarded_hop(std::string& forwarded, std::string_view peer, std::st
 void append_x_forwarded_for(std::string& xff, std::string_view peer) {
   if (!trim(xff).empty()) xff += ", ";
   xff += peer;
+}
+
+std::string_view http_date_now() {
+  thread_local std::time_t formatted_at = -1;
+  thread_local char text[32];
+  thread_local std::size_t length = 0;
+  const std::time_t now = std::time(nullptr);
+  if (now != formatted_at) {
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    length = std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &utc);  // the C locale's names
+    formatted_at = now;
+  }
+  return {text, length};
 }
 
 RequestIdGenerator::RequestIdGenerator() {

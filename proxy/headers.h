@@ -38,6 +38,10 @@ inline constexpr std::string_view kOriginalHostHeader = "K-Original-Host";
 // through sluice.
 bool is_activator_revision_header(std::string_view name);
 
+// Now as an HTTP-date (RFC 9110 §5.6.7, "Sun, 06 Nov 1994 08:49:37 GMT"), formatted once a second per
+// thread. Every response gets a Date when the app gave none, as from Go's server (queue-proxy) or nginx.
+std::string_view http_date_now();
+
 // Case-insensitive ASCII equality for header names and tokens.
 bool iequals(std::string_view a, std::string_view b);
 

@@ -1,5 +1,6 @@
-// Which requests sluice answers itself instead of forwarding: kubelet and Knative health checks
-// (by User-Agent or K-Kubelet-Probe) and the ingress prober's `K-Network-Probe: probe`.
+// Which requests sluice answers itself instead of forwarding, in queue-proxy's order: health checks by
+// User-Agent (kubelet, activator, autoscaler), then the ingress prober's `K-Network-Probe: probe`; and which
+// requests are probes for the logs, metrics and stats (Knative's IsProbe / IsKubeletProbe) even when forwarded.
 #pragma once
 
 #include <string_view>
@@ -7,13 +8,22 @@
 namespace sluice::proxy {
 
 enum class ProbeKind {
-  none,          // an ordinary request, `K-Network-Probe: queue` from an ordinary client included
-  health_check,  // kube-probe/*, K-Kubelet-Probe, Knative-Activator-Probe, Knative-Autoscaling-Probe
-  network_hash,  // K-Network-Probe: probe, answered with the K-Network-Hash echoed
+  none,          // forwarded: an ordinary request, `K-Network-Probe: queue` or `K-Kubelet-Probe` alone included
+  health_check,  // User-Agent kube-probe/*, Knative-Activator-Probe* or Knative-Autoscaling-Probe*
+  network_hash,  // K-Network-Probe: probe (any other User-Agent), answered with the K-Network-Hash echoed
 };
 
-ProbeKind classify_probe(std::string_view user_agent, std::string_view k_network_probe,
-                         std::string_view k_kubelet_probe);
+ProbeKind classify_probe(std::string_view user_agent, std::string_view k_network_probe);
+
+// A forwarded request that is a probe all the same. `kubelet`: a kube-probe/ User-Agent or K-Kubelet-Probe
+// (queue-proxy forwards it uncounted, past the breaker); `any`: that, or any K-Network-Probe value (left
+// out of request logs, traces and request metrics).
+struct ProbeMarks {
+  bool kubelet = false;
+  bool any = false;
+};
+ProbeMarks probe_marks(std::string_view user_agent, std::string_view k_network_probe,
+                       std::string_view k_kubelet_probe);
 
 inline constexpr std::string_view kNetworkProbeHeader = "K-Network-Probe";
 inline constexpr std::string_view kNetworkHashHeader = "K-Network-Hash";

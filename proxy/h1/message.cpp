@@ -97,10 +97,13 @@ void format_downstream_response(std::string& out, const http::response_header<>&
   auto reason = res.reason();
   out += reason.empty() ? http::obsolete_reason(res.result()) : reason;
   out += "\r\n";
+  bool dated = false;
   for (const auto& f : res) {
     if (stops_at_this_hop(connection, f.name(), f.name_string())) continue;
+    dated = dated || f.name() == http::field::date;
     append_field(out, f.name_string(), f.value());
   }
+  if (!dated) append_field(out, "Date", http_date_now());
   if (body == Framing::chunked) {
     out += "Transfer-Encoding: chunked\r\n";
   } else if (content_length && (body == Framing::length || body == Framing::none)) {
@@ -129,6 +132,7 @@ void format_local_response(std::string& out, unsigned status, std::string_view b
   out += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
   append_uint(out, length);
   out += "\r\n";
+  append_field(out, "Date", http_date_now());
   if (!request_id.empty()) append_field(out, "X-Request-Id", request_id);
   if (!extras.extra_name.empty()) append_field(out, extras.extra_name, extras.extra_value);
   if (!keep_alive) out += "Connection: close\r\n";

@@ -15,6 +15,7 @@
 #include "proxy/h2/server.h"
 #include "proxy/h2/validate.h"
 #include "proxy/headers.h"
+#include "proxy/request_fields.h"
 
 namespace sluice::proxy::h2 {
 namespace {
@@ -22,21 +23,6 @@ namespace {
 // Per-stream receive window: how much of a request body may wait in sluice for the app.
 constexpr std::int32_t kStreamWindow = 256 * 1024;
 constexpr std::int32_t kConnectionWindow = 4 * 1024 * 1024;
-
-// HTTP/2 forbids connection-specific fields (RFC 9113 §8.2.2).
-bool is_connection_specific(http::field name) {
-  switch (name) {
-    case http::field::connection:
-    case http::field::keep_alive:
-    case http::field::proxy_connection:
-    case http::field::transfer_encoding:
-    case http::field::upgrade:
-    case http::field::te:
-      return true;
-    default:
-      return false;
-  }
-}
 
 }  // namespace
 
@@ -104,6 +90,7 @@ void Session::submit_local(Stream& s, const LocalAnswer& a) {
   add(":status", status);
   add("content-type", "text/plain; charset=utf-8");
   add("content-length", length);
+  add("date", http_date_now());
   if (!a.network_hash.empty()) add("k-network-hash", a.network_hash);
   const std::string retry_after = std::to_string(a.retry_after_seconds);
   if (a.retry_after_seconds != 0) add("retry-after", retry_after);
@@ -127,8 +114,13 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
   head_nva_.clear();
   const auto status = std::to_string(res.result_int());
   head_nva_.push_back(nv(":status", status));
+  // HTTP/2 forbids connection-specific fields (RFC 9113 §8.2.2): the hop-by-hop rule every codec uses,
+  // fields named in Connection included; Content-Length goes on, HTTP/2 carries it.
+  const auto connection = field_value(res, http::field::connection);
+  bool dated = false;
   for (const auto& f : res) {
-    if (is_connection_specific(f.name())) continue;
+    if (f.name() != http::field::content_length && stops_at_this_hop(connection, f.name(), f.name_string())) continue;
+    dated = dated || f.name() == http::field::date;
     const auto name = f.name_string();
     for (std::size_t i = 0; i < name.size(); ++i) {
       const char c = name[i];
@@ -137,6 +129,7 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
     head_nva_.push_back(nv(std::string_view(lowered, name.size()), f.value()));
     lowered += name.size();
   }
+  if (!dated && !interim) head_nva_.push_back(nv("date", http_date_now()));
   if (interim) {
     nghttp2_submit_headers(wire_.session(), NGHTTP2_FLAG_NONE, s.id, nullptr, head_nva_.data(), head_nva_.size(),
                            nullptr);

@@ -43,7 +43,7 @@ void exercise(const Sidecar& s) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(curl({s.url("/")}).exit_code, 0);
   ASSERT_EQ(curl({s.url("/status/404")}).exit_code, 0);
   for (int i = 0; i < 5; ++i)  // health checks: never counted
-    ASSERT_NE(http_get(s.port, "/", "User-Agent: kube-probe/1.30\r\n").find("200 OK"), std::string::npos);
+    ASSERT_NE(http_get(s.port, "/", "User-Agent: kube-probe/1.30\r\nK-Network-Probe: queue\r\n").find("200 OK"), std::string::npos);
 }
 
 TEST(MetricsPush, OtlpGrpcPushesInvocationDurationByStatusAndQueueDepth) {

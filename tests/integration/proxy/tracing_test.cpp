@@ -118,7 +118,8 @@ TEST(Tracing, ARootRequestStartsATraceTheAppContinuesAndProbesAreNotTraced) {
   Sidecar sidecar{SidecarOptions{
       .user_port = backend.port,
       .env = {{"OBSERVABILITY_CONFIG", observability("grpc", "http://127.0.0.1:" + std::to_string(receiver.grpc_port), 1)}}}};
-  ASSERT_EQ(status_line_of(http_get(sidecar.port, "/", "User-Agent: kube-probe/1.30\r\n")), "HTTP/1.1 200 OK");
+  ASSERT_EQ(status_line_of(http_get(sidecar.port, "/", "User-Agent: kube-probe/1.30\r\nK-Network-Probe: queue\r\n")),
+            "HTTP/1.1 200 OK");
   auto r = curl({"--http2-prior-knowledge", sidecar.url("/headers")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<boost::json::object> spans;

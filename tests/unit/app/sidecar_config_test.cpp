@@ -83,9 +83,9 @@ TEST(SidecarConfig, EmptyLoggingConfigIsAllowed) {
 TEST(SidecarConfig, MalformedValuesNameTheVariableAndTheValue) {
   struct Case { std::string var, value; };
   for (const auto& c : std::vector<Case>{{"CONTAINER_CONCURRENCY", "ten"},
-                                         {"CONTAINER_CONCURRENCY", "-1"},
+                                         {"CONTAINER_CONCURRENCY", ""},
                                          {"QUEUE_SERVING_PORT", "70000"},
-                                         {"USER_PORT", "0"},
+                                         {"ENABLE_HTTP_FULL_DUPLEX", ""},
                                          {"REVISION_TIMEOUT_SECONDS", "5s"},
                                          {"SERVING_ENABLE_REQUEST_LOG", "yes please"},
                                          {"REVISION_IDLE_TIMEOUT_SECONDS", "x"}}) {
@@ -275,6 +275,23 @@ TEST(SidecarConfig, AnUnknownLoggingLevelIsInfoNotAnError) {
   EXPECT_NE(notes.find("SERVING_LOGGING_LEVEL=loud"), std::string::npos) << notes;
 }
 
+// Values queue-proxy starts with: a concurrency below 1 (no breaker), a negative timeout, a USER_PORT it
+// only joins into an address (every request then fails), a TLS port it reads only with TLS on.
+TEST(SidecarConfig, ValuesQueueProxyStartsWithStartSluiceToo) {
+  auto env = kRequired;
+  env["CONTAINER_CONCURRENCY"] = "-1";
+  env["REVISION_TIMEOUT_SECONDS"] = "-1";
+  env["USER_PORT"] = "http-port";
+  env["QUEUE_SERVING_TLS_PORT"] = "none";
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.container_concurrency, 0);
+  EXPECT_TRUE(c.revision_timeout_disabled);
+  EXPECT_EQ(c.proxy.upstream_port, 0);
+  std::string notes;
+  for (const auto& n : c.not_acted_on) notes += n + "\n";
+  EXPECT_NE(notes.find("USER_PORT=http-port"), std::string::npos) << notes;
+}
+
 TEST(SidecarConfig, TlsKnobsAreIgnoredWhileTheTlsPortIsOff) {
   auto env = kRequired;
   env["QUEUE_PROXY_TLS_MIN_VERSION"] = "1.1";
@@ -329,10 +346,16 @@ TEST(ReadinessProbe, HttpProbeWithHeadersAndTiming) {
   EXPECT_EQ(p.period.count(), 5000);
 }
 
-TEST(ReadinessProbe, ArrayTakesTheFirstContainersProbe) {
-  auto p = parse_readiness_probe(R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}}])", 1);
-  EXPECT_EQ(p.kind, proxy::ReadinessProbeConfig::Kind::http_get);
-  EXPECT_EQ(p.path, "/a");
+// queue-proxy decodes one probe object, or with ENABLE_MULTI_CONTAINER_PROBES an array: the other shape
+// stops it, naming the variable.
+TEST(ReadinessProbe, TheShapeFollowsMultiContainerProbes) {
+  auto env = kRequired;
+  env["SERVING_READINESS_PROBE"] = R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}}])";
+  EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos);
+  env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
+  EXPECT_EQ(error_of(env), "");
+  env["SERVING_READINESS_PROBE"] = R"({"tcpSocket":{"port":9000}})";
+  EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos);
 }
 
 TEST(ReadinessProbe, ACountOfSecondsBeyondKubernetesInt32IsAConfigErrorNotAnOverflow) {
@@ -361,8 +384,6 @@ TEST(ReadinessProbe, MultiContainerProbesAreAllChecked) {
   EXPECT_EQ(c.proxy.sidecar_readiness[2].path, "/b");
   EXPECT_EQ(c.proxy.sidecar_readiness[2].period.count(), 2000);
 
-  env["ENABLE_MULTI_CONTAINER_PROBES"] = "false";  // the app's probe only, as before
-  EXPECT_TRUE(parse_sidecar_config(env_of(env), {}).proxy.sidecar_readiness.empty());
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "yes";
   EXPECT_NE(error_of(env).find("ENABLE_MULTI_CONTAINER_PROBES"), std::string::npos);
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
@@ -413,7 +434,7 @@ TEST(ReadinessProbe, TheActionIsChosenInQueueProxysOrder) {
 
 // queue-proxy starts with these and fails every health check; sluice did exit.
 TEST(ReadinessProbe, ExecOrNoActionStartsAndNeverPasses) {
-  for (const char* probe : {R"({"exec":{"command":["true"]}})", "{}", R"({"periodSeconds":1})", "null", "[null]"}) {
+  for (const char* probe : {R"({"exec":{"command":["true"]}})", "{}", R"({"periodSeconds":1})", "null"}) {
     auto env = kRequired;
     env["SERVING_READINESS_PROBE"] = probe;
     auto c = parse_sidecar_config(env_of(env), {});
