@@ -131,9 +131,10 @@ def requests_are_proxied_while_not_ready(t):
 
 
 @case(Profile("no-probe-no-app", {"SERVING_READINESS_PROBE": "", "USER_PORT": "8089"}))
-@deliberate('without SERVING_READINESS_PROBE (Knative always injects one) sluice TCP-connects to USER_PORT rather than calling an app that does not listen ready')
-def no_readiness_probe_is_always_ready(t):
-    expect_ready(t)
+@deliberate("without SERVING_READINESS_PROBE (Knative always injects one) sluice TCP-connects to USER_PORT "
+            "rather than calling an app that does not listen ready; queue-proxy answers 200 unchecked")
+def no_readiness_probe_checks_the_user_port(t):
+    expect_not_ready(t)
 
 
 @case(Profile("probe-empty", probe_env({}, )))

@@ -97,12 +97,11 @@ def idle_timeout_spares_a_chatty_stream(t):
 
 
 @case(Profile("timeout-zero", {"REVISION_TIMEOUT_SECONDS": "0"}))
-@deliberate("REVISION_TIMEOUT_SECONDS=0 means no timeout; queue-proxy's timer fires at once and every request is a 504")
-def revision_timeout_zero_times_every_request_out(t):
-    """queue-proxy arms a 0 s timer: every proxied request is a 504 at once (health checks still answer)."""
-    r, took = timed("/")
-    check(r.status == 504 and r.body.strip() == b"request timeout", f"{r}")
-    check(took < 2, f"after {took:.1f}s")
+@deliberate("REVISION_TIMEOUT_SECONDS=0 means no timeout in sluice; queue-proxy arms a 0 s timer and "
+            "every proxied request is a 504 at once")
+def revision_timeout_zero_is_no_timeout(t):
+    r, _ = timed("/delay/300")
+    check(r.status == 200, f"{r}")
     r = clients.request("/", KUBELET)
     check(r.status == 200 and r.body == b"queue", f"health check {r}")
 
