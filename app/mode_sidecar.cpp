@@ -67,12 +67,15 @@ int run_sidecar(Args args) {
         .pod = cfg.control.pod, .service = cfg.service, .names = cfg.metric_names});
   }
   if (cfg.tracing.protocol != proxy::telemetry::ExportProtocol::none) {
+    using proxy::telemetry::ExportProtocol;
     server.shared().tracer = std::make_unique<proxy::telemetry::Tracer>(cfg.tracing, cfg.proxy.upstream_port);
+    const auto p = cfg.tracing.protocol;
     log::info("tracing")
-        .kv("protocol", cfg.tracing.protocol == proxy::telemetry::ExportProtocol::otlp_grpc   ? "grpc"
-                        : cfg.tracing.protocol == proxy::telemetry::ExportProtocol::otlp_http ? "http/protobuf"
-                                                                                              : "zipkin")
-        .kv("endpoint", cfg.tracing.endpoint.text())
+        .kv("protocol", p == ExportProtocol::otlp_grpc   ? "grpc"
+                        : p == ExportProtocol::otlp_http ? "http/protobuf"
+                        : p == ExportProtocol::zipkin    ? "zipkin"
+                                                         : "stdout")
+        .kv("endpoint", p == ExportProtocol::stdout_json ? std::string("stdout") : cfg.tracing.endpoint.text())
         .kv("sampling_rate", cfg.tracing.sampling_rate)
         .kv("service_name", cfg.tracing.service_name);
   }

@@ -4,6 +4,7 @@
 #include "app/observability_config.h"
 
 #include <cctype>
+#include <map>
 
 #include <boost/json.hpp>
 
@@ -57,12 +58,14 @@ void parse_tracing(const boost::json::object& t, ObservabilitySettings& s) {
     c.endpoint = parse_endpoint("OBSERVABILITY_CONFIG: tracing.endpoint", endpoint, "/v1/traces");
   } else if (protocol.empty() || protocol == "none" || protocol == "stdout") {
     if (!endpoint.empty()) bad("tracing.endpoint should not be set when protocol is \"" + protocol + "\"");
-    if (protocol == "stdout") s.not_acted_on.push_back("OBSERVABILITY_CONFIG tracing.protocol=stdout");
+    if (protocol == "stdout") c.protocol = ExportProtocol::stdout_json;
   } else {
     bad("tracing.protocol: unsupported protocol \"" + protocol + "\" (expected grpc, http/protobuf, stdout or none)");
   }
   if (c.sampling_rate < 0 || c.sampling_rate > 1)
     bad("tracing.samplingRate " + std::to_string(c.sampling_rate) + " should be from 0 to 1");
+  // knative.dev/pkg samples every request for stdout, whatever samplingRate says.
+  if (c.protocol == ExportProtocol::stdout_json) c.sampling_rate = 1;
 }
 
 void parse_request_metrics(const boost::json::object& m, ObservabilitySettings& s) {
@@ -136,6 +139,7 @@ void parse_old_style(const Options& o, ObservabilitySettings& s) {
     auto endpoint = o.get_string("TRACING_CONFIG_ZIPKIN_ENDPOINT");
     if (endpoint.empty()) throw ConfigError("TRACING_CONFIG_ZIPKIN_ENDPOINT: required with TRACING_CONFIG_BACKEND=zipkin");
     c.protocol = ExportProtocol::zipkin;
+    c.b3_parents = true;  // queue-proxy <= 1.18 (OpenCensus with Zipkin) took B3 parents too
     c.endpoint = parse_endpoint("TRACING_CONFIG_ZIPKIN_ENDPOINT", endpoint, "/api/v2/spans");
   } else if (tracing != "none" && !tracing.empty()) {
     s.not_acted_on.push_back("TRACING_CONFIG_BACKEND=" + tracing);
@@ -151,6 +155,45 @@ void parse_old_style(const Options& o, ObservabilitySettings& s) {
   if (c.sampling_rate < 0 || c.sampling_rate > 1)
     throw ConfigError("TRACING_CONFIG_SAMPLE_RATE=\"" + rate + "\": expected a number from 0 to 1");
   if (o.get_bool("TRACING_CONFIG_DEBUG", false)) c.sampling_rate = 1;  // debug: sample everything
+}
+
+// OTEL_RESOURCE_ATTRIBUTES as OpenTelemetry Go's resource detector reads it: "k=v,k2=v2", keys and values
+// trimmed, values percent-decoded (kept as written when that fails); a pair without "=" is skipped.
+void add_env_resource(std::string_view text, std::map<std::string, std::string>& out) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+    return v;
+  };
+  auto hex = [](char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+  };
+  text = trim(text);
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    auto pair = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    auto eq = pair.find('=');
+    if (eq == std::string_view::npos) continue;
+    auto raw = pair.substr(eq + 1);
+    auto value = trim(raw);
+    std::string decoded;
+    bool ok = true;
+    for (std::size_t i = 0; i < value.size() && ok; ++i) {
+      if (value[i] != '%') {
+        decoded.push_back(value[i]);
+      } else if (i + 2 < value.size() && hex(value[i + 1]) >= 0 && hex(value[i + 2]) >= 0) {
+        decoded.push_back(static_cast<char>(hex(value[i + 1]) << 4 | hex(value[i + 2])));
+        i += 2;
+      } else {
+        ok = false;
+      }
+    }
+    out[std::string(trim(pair.substr(0, eq)))] = ok ? decoded : std::string(raw);
+  }
 }
 
 }  // namespace
@@ -176,6 +219,8 @@ std::vector<OptionSpec> observability_options() {
       {"TRACING_CONFIG_DEBUG", "tracing-config-debug", false, "true: sample every request"},
       {"OTEL_SERVICE_NAME", "otel-service-name", false,
        "service.name of spans and metrics (default SERVING_SERVICE, else configuration, revision, pod)"},
+      {"OTEL_RESOURCE_ATTRIBUTES", "otel-resource-attributes", false,
+       "k=v,… added to the resource of spans and metrics (Knative's own attributes win)"},
       {"SLUICE_TRACING_QUEUE_SPANS", "tracing-queue-spans", false,
        "spans waiting for export (default 2048); beyond, dropped and counted"},
   };
@@ -226,6 +271,31 @@ proxy::telemetry::Endpoint parse_endpoint(const std::string& what, const std::st
     e.port = static_cast<std::uint16_t>(p);
   }
   return e;
+}
+
+void set_telemetry_resource(const Options& o, const TelemetryIdentity& c, proxy::telemetry::TracingConfig& tracing,
+                            proxy::telemetry::MetricsPushConfig& metrics_push) {
+  std::string name = o.get_string("OTEL_SERVICE_NAME");
+  for (const std::string* fallback : {&c.service, &c.configuration, &c.revision, &c.pod})
+    if (name.empty()) name = *fallback;
+  std::map<std::string, std::string> a;
+  add_env_resource(o.get_string("OTEL_RESOURCE_ATTRIBUTES"), a);
+  // What the SDK says of itself. sluice's are its own: it is no Go SDK (a deliberate difference).
+  a["telemetry.sdk.language"] = "cpp";
+  a["telemetry.sdk.name"] = "sluice";
+  a["telemetry.sdk.version"] = SLUICE_VERSION;
+  a["container.name"] = "queue-proxy";  // Knative's K8SContainerName writes semconv's container.name
+  a["k8s.namespace.name"] = c.namespace_name;
+  a["k8s.pod.name"] = c.pod;
+  a["service.version"] = SLUICE_VERSION;  // queue-proxy's is its build's commit ("unknown" without one)
+  a["service.name"] = name;
+  a["service.instance.id"] = c.pod;
+  if (!c.service.empty()) a["kn.service.name"] = c.service;
+  if (!c.configuration.empty()) a["kn.configuration.name"] = c.configuration;
+  if (!c.revision.empty()) a["kn.revision.name"] = c.revision;
+  tracing.service_name = name;
+  tracing.resource.assign(a.begin(), a.end());
+  metrics_push.resource = tracing.resource;
 }
 
 ObservabilitySettings parse_observability(const Options& o) {

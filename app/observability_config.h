@@ -29,6 +29,17 @@ std::vector<OptionSpec> observability_options();
 // Throws ConfigError naming the variable (and the JSON key) for a bad value.
 ObservabilitySettings parse_observability(const Options& o);
 
+// Who the sidecar serves, from SERVING_* and the pod's variables.
+struct TelemetryIdentity {
+  std::string service, configuration, revision, pod, namespace_name;
+};
+// The resource of spans and pushed metrics (and Zipkin's service name), as Knative's queue-proxy
+// (sharedmain/otel.go) sets it over OpenTelemetry Go's default resource: OTEL_RESOURCE_ATTRIBUTES, the SDK's
+// own attributes, then Knative's (service.name from OTEL_SERVICE_NAME, else the service, configuration,
+// revision, pod), sorted by key as the SDK keeps them.
+void set_telemetry_resource(const Options& o, const TelemetryIdentity& who, proxy::telemetry::TracingConfig& tracing,
+                            proxy::telemetry::MetricsPushConfig& metrics_push);
+
 // "http://host:4318/v1/traces", "host:4317" (Knative reads a scheme-less endpoint as https), …; throws
 // ConfigError naming `what`.
 proxy::telemetry::Endpoint parse_endpoint(const std::string& what, const std::string& text,

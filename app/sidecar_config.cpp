@@ -141,24 +141,6 @@ std::vector<OptionSpec> sidecar_options() {
 
 proxy::Millis seconds(std::int64_t s) { return proxy::Millis(s * 1000); }
 
-// Resource attributes of spans and pushed metrics, as Knative's queue-proxy (sharedmain/otel.go) sets them.
-void set_telemetry_identity(const Options& o, SidecarConfig& c) {
-  std::string name = o.get_string("OTEL_SERVICE_NAME");
-  for (const std::string* fallback : {&c.service, &c.configuration, &c.revision, &c.pod})
-    if (name.empty()) name = *fallback;
-  proxy::telemetry::Attributes a = {{"service.name", name},
-                                    {"service.instance.id", c.pod},
-                                    {"k8s.container.name", "queue-proxy"},
-                                    {"k8s.namespace.name", c.namespace_name},
-                                    {"k8s.pod.name", c.pod}};
-  if (!c.service.empty()) a.emplace_back("kn.service.name", c.service);
-  if (!c.configuration.empty()) a.emplace_back("kn.configuration.name", c.configuration);
-  if (!c.revision.empty()) a.emplace_back("kn.revision.name", c.revision);
-  c.tracing.service_name = name;
-  c.tracing.resource = a;
-  c.metrics_push.resource = std::move(a);
-}
-
 // Knative passes every QUEUE_PROXY_TLS_* variable, empty when config-deployment leaves it unset.
 void apply_tls_knobs(const Options& o, proxy::TlsConfig& tls) {
   const char* min_var = "QUEUE_PROXY_TLS_MIN_VERSION";
@@ -278,7 +260,9 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   const bool new_style = obs.new_style;
   c.tracing = obs.tracing;
   c.metrics_push = obs.metrics_push;
-  set_telemetry_identity(o, c);
+  set_telemetry_resource(o, {.service = c.service, .configuration = c.configuration, .revision = c.revision,
+                             .pod = c.pod, .namespace_name = c.namespace_name},
+                         c.tracing, c.metrics_push);
   if (!o.get_string("SERVING_LOGGING_CONFIG").empty())
     c.not_acted_on.push_back("SERVING_LOGGING_CONFIG (the log shape is zap's production JSON; the level is SERVING_LOGGING_LEVEL)");
   for (const char* v : {"HOST_IP", "SYSTEM_NAMESPACE", "ROOT_CA"})

@@ -33,6 +33,9 @@ struct ExchangeRecord {
   std::string trace_id;  // X-B3-TraceId, as Knative's default request-log template prints it
   std::string span_trace_id;  // the exported server span's trace id (hex), when tracing sampled it
   Clock::time_point upstream_start{};  // when the app was first asked (the client span's start); zero: never
+  Clock::time_point queue_exit{};      // when the breaker let the exchange on or refused it; zero: no breaker
+  int app_status = 0;                  // the status the app answered with; 0: it gave no answer
+  error_code app_error;                // why the app gave none (connect or exchange failure), when it did not
   std::string peer;      // ip:port of the client
   std::string_view protocol = "HTTP/1.1";
   int status = 0;

@@ -32,7 +32,9 @@ void begin_record(ExchangeRecord& r, const http::request_header<>& req, bool req
   r.request_id.clear();
   r.trace_id.clear();
   r.span_trace_id.clear();
-  r.upstream_start = {};
+  r.upstream_start = r.queue_exit = {};
+  r.app_status = 0;
+  r.app_error = {};
   if (!request_log) return;
   auto copy = [](std::string& to, std::string_view from) { to.assign(from.data(), from.size()); };
   copy(r.method, req.method_string());
@@ -53,6 +55,7 @@ Failure Forwarding::classify(Failure upstream_failure) const {
 }
 
 asio::awaitable<void> Forwarding::fail(Failure f, error_code ec) {
+  if (f == Failure::upstream || f == Failure::upstream_connect) record_.app_error = ec;
   f = classify(f);
   // A failure of the client's body names the body's error, not the app side's cancellation it caused.
   if (f == Failure::bad_request_body) ec = request_error_;
@@ -80,7 +83,9 @@ asio::awaitable<void> Forwarding::run() {
   // nothing to wait for.
   std::optional<BreakerSlot> slot;
   if (w.shared.breaker && !record_.probe.kubelet) {  // queue-proxy lets the kubelet's past its breaker
-    if (auto refused = co_await pass_breaker(w, admit_by, slot)) co_return co_await answer(*refused);
+    auto refused = co_await pass_breaker(w, admit_by, slot);
+    record_.queue_exit = Clock::now();
+    if (refused) co_return co_await answer(*refused);
   }
   std::optional<InstanceLease> lease;
   if (w.shared.instances) {
@@ -197,18 +202,20 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
   }
   // Tracing: the span begins where the exchange is counted and ends where its log line is written.
   std::optional<telemetry::ExchangeSpan> span;
-  if (worker.shared.tracer && !record.probe.any) span = worker.shared.tracer->begin(req, record);
+  if (worker.shared.tracer && !record.probe.any) span = worker.shared.tracer->begin(req, record, down.is_tls());
+  Clock::time_point forwarded;
   {
     CountedExchange counted(worker, req, record);
     {
       forwarding::Forwarding f(worker, down);
       co_await f.run();
-      f.count_app_exchange(Clock::now());
+      forwarded = Clock::now();
+      f.count_app_exchange(forwarded);
     }
     // The exchange counts until its codec has taken the whole response (or the client is gone).
     if (!down.is_flushed()) co_await down.flushed();
   }
-  if (span) worker.shared.tracer->end(*span, req, record, Clock::now());
+  if (span) worker.shared.tracer->end(*span, req, record, forwarded, Clock::now());
   // A forwarded probe (K-Network-Probe: queue from an ordinary client, K-Kubelet-Probe) is logged as one.
   if (!record.probe.any || config.probe_request_log) log_exchange(worker, record, &req);
 }

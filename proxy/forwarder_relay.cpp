@@ -81,7 +81,7 @@ asio::awaitable<error_code> Forwarding::pump_request() {
 asio::awaitable<void> Forwarding::respond() {
   const auto& head = *head_;
   const unsigned status = head.result_int();
-  record_.status = static_cast<int>(status);
+  record_.status = record_.app_status = static_cast<int>(status);
   const bool upgraded = upgrade_ && status == 101;
   BodyInfo body = upgraded ? BodyInfo{} : up_->response_body();
   deadline_.response_started();

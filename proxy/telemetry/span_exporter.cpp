@@ -6,15 +6,18 @@
 
 #include "common/log.h"
 #include "proxy/telemetry/span_encoding.h"
+#include "proxy/telemetry/stdout_trace.h"
 
 namespace sluice::proxy::telemetry {
 
 SpanExporter::SpanExporter(TracingConfig config)
     : config_(std::move(config)),
-      transport_(make_transport(config_.protocol, config_.endpoint,
-                                "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-                                config_.protocol == ExportProtocol::zipkin ? "application/json"
-                                                                           : "application/x-protobuf")),
+      transport_(config_.protocol == ExportProtocol::stdout_json
+                     ? nullptr
+                     : make_transport(config_.protocol, config_.endpoint,
+                                      "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                      config_.protocol == ExportProtocol::zipkin ? "application/json"
+                                                                                 : "application/x-protobuf")),
       thread_([this](std::stop_token stop) { run(stop); }) {}
 
 SpanExporter::~SpanExporter() {
@@ -67,6 +70,14 @@ void SpanExporter::run(std::stop_token stop) {
 }
 
 void SpanExporter::export_batch(std::vector<FinishedSpan>& batch) {
+  if (!transport_) {  // stdout: a line per span, each one write(2) so it never interleaves with a log line
+    for (const auto& span : batch) {
+      auto line = encode_stdout_span(span, config_.resource);
+      log::write_line(line);
+    }
+    exported_.fetch_add(batch.size(), std::memory_order_relaxed);
+    return;
+  }
   if (ExportClock::now() < retry_at_) {  // backing off after a failure: dropped as failed, not encoded
     failed_.fetch_add(batch.size(), std::memory_order_relaxed);
     return;

@@ -1,6 +1,7 @@
 // Spans leave the data path here: a worker enqueues a finished span (a short lock, never a wait; a full
 // queue drops it and counts the drop), and a thread of its own batches them and sends each batch to the
-// collector (OTLP gRPC or HTTP, Zipkin). A collector that is down or slow only fills the queue.
+// collector (OTLP gRPC or HTTP, Zipkin) or prints it on stdout (tracing.protocol "stdout"). A collector
+// that is down or slow only fills the queue.
 #pragma once
 
 #include <atomic>
@@ -37,7 +38,7 @@ class SpanExporter {
   void export_batch(std::vector<FinishedSpan>& batch);
 
   const TracingConfig config_;
-  std::unique_ptr<ExportTransport> transport_;
+  std::unique_ptr<ExportTransport> transport_;  // null: stdout
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::deque<FinishedSpan> queue_;

@@ -1,6 +1,7 @@
 // Trace context parsing and sampling; see trace_context.h.
 #include "proxy/telemetry/trace_context.h"
 
+#include <algorithm>
 #include <random>
 
 namespace sluice::proxy::telemetry {
@@ -11,6 +12,10 @@ int nibble(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+bool has_upper_hex(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'F'; });
 }
 
 // Exactly 2*N hex digits (B3 allows a 64-bit trace id: then the high half is zero).
@@ -59,6 +64,7 @@ std::array<std::uint8_t, N> random_id() {
 std::optional<TraceContext> parse_traceparent(std::string_view v) {
   // version "-" trace-id "-" parent-id "-" flags; version ff is invalid, 00 must be exactly 55 chars.
   if (v.size() < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-') return std::nullopt;
+  if (has_upper_hex(v.substr(0, 55))) return std::nullopt;  // Go's extractPart refuses A-F
   if (v.substr(0, 2) == "ff" || nibble(v[0]) < 0 || nibble(v[1]) < 0) return std::nullopt;
   if (v.substr(0, 2) == "00" && v.size() != 55) return std::nullopt;
   if (v.size() > 55 && v[55] != '-') return std::nullopt;
@@ -66,7 +72,10 @@ std::optional<TraceContext> parse_traceparent(std::string_view v) {
   if (!parse_hex(v.substr(3, 32), c.trace_id) || !parse_hex(v.substr(36, 16), c.parent_span_id)) return std::nullopt;
   int hi = nibble(v[53]), lo = nibble(v[54]);
   if (hi < 0 || lo < 0) return std::nullopt;
-  c.sampled = (lo & 1) != 0;
+  const auto flags = static_cast<std::uint8_t>(hi << 4 | lo);
+  if (v.substr(0, 2) == "00" && flags > 3) return std::nullopt;
+  c.flags = flags & 3;
+  c.sampled = (flags & 1) != 0;
   return c;
 }
 
@@ -81,16 +90,18 @@ std::optional<TraceContext> parse_b3(std::string_view v) {
     return std::nullopt;
   auto state = b == std::string_view::npos ? std::string_view{} : v.substr(b + 1, 1);
   c.sampled = state == "1" || state == "d";
+  c.flags = c.sampled ? 1 : 0;
   return c;
 }
 
-std::optional<TraceContext> extract_parent(const http::request_header<>& req) {
+std::optional<TraceContext> extract_parent(const http::request_header<>& req, bool b3) {
   if (auto tp = field(req, "traceparent"); !tp.empty()) {
     if (auto c = parse_traceparent(tp)) {
       c->trace_state = std::string(field(req, "tracestate"));
       return c;
     }
   }
+  if (!b3) return std::nullopt;
   if (auto single = field(req, "b3"); !single.empty()) return parse_b3(single);
   auto trace = field(req, "x-b3-traceid"), span = field(req, "x-b3-spanid");
   if (trace.empty() || span.empty()) return std::nullopt;
@@ -98,6 +109,7 @@ std::optional<TraceContext> extract_parent(const http::request_header<>& req) {
   if (!parse_hex(trace, c.trace_id) || !parse_hex(span, c.parent_span_id)) return std::nullopt;
   auto sampled = field(req, "x-b3-sampled");
   c.sampled = sampled == "1" || sampled == "true" || field(req, "x-b3-flags") == "1";
+  c.flags = c.sampled ? 1 : 0;
   return c;
 }
 
@@ -118,8 +130,9 @@ bool should_sample(double rate, const std::optional<TraceContext>& parent, const
   return ratio_samples(trace_id, rate);
 }
 
-std::string format_traceparent(const TraceId& trace, const SpanId& span, bool sampled) {
-  return "00-" + hex(trace) + "-" + hex(span) + (sampled ? "-01" : "-00");
+std::string format_traceparent(const TraceId& trace, const SpanId& span, std::uint8_t flags) {
+  const std::array<std::uint8_t, 1> f{flags};
+  return "00-" + hex(trace) + "-" + hex(span) + "-" + hex(f);
 }
 
 }  // namespace sluice::proxy::telemetry

@@ -20,12 +20,15 @@ struct TraceContext {
   TraceId trace_id{};
   SpanId parent_span_id{};  // the caller's span
   bool sampled = false;     // the caller's decision
+  std::uint8_t flags = 0;   // the caller's trace flags OTel keeps: sampled (01) and random (02)
   std::string trace_state;
 };
 
-// traceparent first (as OTel's TraceContext propagator), else B3 (b3, or X-B3-TraceId/-SpanId/-Sampled).
-// nullopt: no valid parent.
-std::optional<TraceContext> extract_parent(const http::request_header<>& req);
+// traceparent (as OTel's TraceContext propagator reads it); with `b3`, else B3 (b3, or
+// X-B3-TraceId/-SpanId/-Sampled). nullopt: no valid parent.
+std::optional<TraceContext> extract_parent(const http::request_header<>& req, bool b3);
+// As OpenTelemetry Go reads it: lower-case hex only, version ff refused, version 00 exactly 55 characters
+// with flags up to 03, a later version's extra fields allowed.
 std::optional<TraceContext> parse_traceparent(std::string_view value);
 std::optional<TraceContext> parse_b3(std::string_view single);
 
@@ -50,7 +53,8 @@ std::string hex(const std::array<std::uint8_t, N>& bytes) {
   return out;
 }
 
-// "00-<trace>-<span>-01": what the app gets for a sampled exchange whose client span is `span`.
-std::string format_traceparent(const TraceId& trace, const SpanId& span, bool sampled);
+// "00-<trace>-<span>-<flags>": what the app gets, `span` being the client span (01: sampled; 02, the
+// caller's random bit, is kept as OTel keeps it).
+std::string format_traceparent(const TraceId& trace, const SpanId& span, std::uint8_t flags);
 
 }  // namespace sluice::proxy::telemetry

@@ -68,7 +68,8 @@ TEST(MetricsPush, OtlpGrpcPushesInvocationDurationByStatusAndQueueDepth) {
   EXPECT_EQ(p.at("buckets").as_array().size(), 15u);
   const auto& res = duration.at("resource").as_object();
   EXPECT_EQ(res.at("kn.revision.name").as_string(), "demo-00001");
-  EXPECT_EQ(res.at("k8s.container.name").as_string(), "queue-proxy");
+  EXPECT_EQ(res.at("container.name").as_string(), "queue-proxy");  // Knative writes semconv's container.name
+  EXPECT_EQ(res.at("service.instance.id").as_string(), res.at("k8s.pod.name").as_string());
   auto depth = latest(receiver, "kn.serving.queue.depth");
   ASSERT_FALSE(depth.empty());
   EXPECT_EQ(depth.at("type").as_string(), "gauge");

@@ -1,13 +1,16 @@
 // Tracing export through the real sidecar to a real collector process that decodes what it gets
-// (OTLP protobuf over HTTP and over gRPC, Zipkin v2 JSON): one server span per sampled exchange and a
-// client span for the hop, parented on the caller's traceparent or B3, the app given the client span as
-// its parent, Knative's resource attributes; and a collector that is down or slow costing nothing but
-// counted drops.
+// (OTLP protobuf over HTTP and over gRPC, Zipkin v2 JSON, stdouttrace's lines): queue-proxy v1.23's span
+// tree per sampled exchange (the server span, kn.queueproxy.proxy, with a breaker kn.queueproxy.wait, and
+// the client span for the hop), parented on the caller's traceparent, the app given the client span as its
+// parent, Knative's resource attributes; and a collector that is down or slow costing nothing but counted
+// drops.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <sstream>
 
 #include "harness.h"
 #include "tests/integration/proxy/otlp_receiver.h"
@@ -30,9 +33,9 @@ std::string observability(const std::string& protocol, const std::string& endpoi
 
 std::string str(const boost::json::value& v) { return std::string(v.as_string()); }
 
-const boost::json::object* find_span(const std::vector<boost::json::object>& spans, int kind) {
+const boost::json::object* find_span(const std::vector<boost::json::object>& spans, const std::string& name) {
   for (const auto& s : spans)
-    if (s.at("kind").as_int64() == kind) return &s;
+    if (s.at("name").as_string() == name) return &s;
   return nullptr;
 }
 
@@ -46,41 +49,59 @@ std::string echoed(const std::string& headers, const std::string& name) {
 
 std::string status_line_of(const std::string& response) { return response.substr(0, response.find("\r\n")); }
 
+// Without a breaker (CONTAINER_CONCURRENCY 0): server "GET" > kn.queueproxy.proxy > client "HTTP GET".
 void expect_exchange_spans(const OtlpReceiver& receiver, const std::string& app_headers) {
   std::vector<boost::json::object> spans;
   ASSERT_TRUE(eventually([&] {
     spans = receiver.spans();
-    return spans.size() >= 2;
+    return spans.size() >= 3;
   }, 10s)) << receiver.process->stdout_text();
-  ASSERT_EQ(spans.size(), 2u);
-  const auto* server = find_span(spans, 2);  // SPAN_KIND_SERVER
-  const auto* client = find_span(spans, 3);  // SPAN_KIND_CLIENT
-  ASSERT_TRUE(server && client);
+  ASSERT_EQ(spans.size(), 3u);
+  const auto* server = find_span(spans, "GET");
+  const auto* proxy = find_span(spans, "kn.queueproxy.proxy");
+  const auto* client = find_span(spans, "HTTP GET");
+  ASSERT_TRUE(server && proxy && client);
+  EXPECT_EQ(server->at("kind").as_int64(), 2);  // SPAN_KIND_SERVER
+  EXPECT_EQ(proxy->at("kind").as_int64(), 1);   // SPAN_KIND_INTERNAL
+  EXPECT_EQ(client->at("kind").as_int64(), 3);  // SPAN_KIND_CLIENT
   EXPECT_EQ(str(server->at("trace_id")), kParentTrace);
   EXPECT_EQ(str(server->at("parent_span_id")), kParentSpan);
-  EXPECT_EQ(str(server->at("name")), "queue");
+  EXPECT_EQ(server->at("flags").as_int64(), 0x301);  // sampled, the parent known to be remote
+  EXPECT_EQ(str(proxy->at("parent_span_id")), str(server->at("span_id")));
+  EXPECT_EQ(proxy->at("flags").as_int64(), 0x101);
+  EXPECT_EQ(str(proxy->at("scope")), "knative.dev/serving/pkg/queue");
   EXPECT_EQ(str(client->at("trace_id")), kParentTrace);
-  EXPECT_EQ(str(client->at("parent_span_id")), str(server->at("span_id")));
+  EXPECT_EQ(str(client->at("parent_span_id")), str(proxy->at("span_id")));
+  EXPECT_EQ(str(client->at("scope")), "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp");
   EXPECT_LE(server->at("start").as_int64(), client->at("start").as_int64());
   EXPECT_GE(server->at("end").as_int64(), client->at("end").as_int64());
   const auto& attrs = server->at("attributes").as_object();
   EXPECT_EQ(str(attrs.at("http.request.method")), "GET");
   EXPECT_EQ(str(attrs.at("url.path")), "/headers");
+  EXPECT_EQ(str(attrs.at("url.scheme")), "http");
+  EXPECT_EQ(str(attrs.at("server.address")), "127.0.0.1");
+  EXPECT_EQ(str(attrs.at("kn.route.tag")), "kn:disabled");
+  EXPECT_EQ(str(attrs.at("network.protocol.version")), "1.1");
+  EXPECT_GT(attrs.at("network.peer.port").as_int64(), 0);
+  EXPECT_GT(attrs.at("http.response.body.size").as_int64(), 0);
   EXPECT_EQ(attrs.at("http.response.status_code").as_int64(), 200);
-  EXPECT_EQ(str(client->at("attributes").as_object().at("url.full")).rfind("http://127.0.0.1:", 0), 0u);
+  const auto& client_attrs = client->at("attributes").as_object();
+  EXPECT_EQ(str(client_attrs.at("url.full")).rfind("http://127.0.0.1:", 0), 0u);
+  EXPECT_EQ(client_attrs.at("http.response.status_code").as_int64(), 200);
   const auto& res = server->at("resource").as_object();
   EXPECT_EQ(str(res.at("kn.revision.name")), "demo-00001");
   EXPECT_EQ(str(res.at("kn.configuration.name")), "demo");
   EXPECT_EQ(str(res.at("k8s.namespace.name")), "default");
-  EXPECT_EQ(str(res.at("k8s.container.name")), "queue-proxy");
+  EXPECT_EQ(str(res.at("container.name")), "queue-proxy");
   EXPECT_EQ(str(res.at("k8s.pod.name")), "demo-00001-pod");
+  EXPECT_EQ(str(res.at("service.instance.id")), "demo-00001-pod");
   // The app's parent is the client span: same trace, the hop's span id.
   EXPECT_EQ(echoed(app_headers, "traceparent"),
             std::string("00-") + kParentTrace + "-" + str(client->at("span_id")) + "-01")
       << app_headers;
 }
 
-TEST(Tracing, OtlpHttpExportsAServerAndAClientSpanParentedOnTraceparent) {
+TEST(Tracing, OtlpHttpExportsQueueProxysSpanTreeParentedOnTraceparent) {
   OtlpReceiver receiver;
   Backend backend;
   Sidecar sidecar{SidecarOptions{
@@ -123,17 +144,52 @@ TEST(Tracing, ARootRequestStartsATraceTheAppContinuesAndProbesAreNotTraced) {
   auto r = curl({"--http2-prior-knowledge", sidecar.url("/headers")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<boost::json::object> spans;
-  ASSERT_TRUE(eventually([&] { return (spans = receiver.spans()).size() >= 2; }, 10s));
+  ASSERT_TRUE(eventually([&] { return (spans = receiver.spans()).size() >= 3; }, 10s));
   std::this_thread::sleep_for(1500ms);  // one more batch period: a probe span would have come by now
   spans = receiver.spans();
-  ASSERT_EQ(spans.size(), 2u) << receiver.process->stdout_text();
-  const auto* server = find_span(spans, 2);
-  const auto* client = find_span(spans, 3);
+  ASSERT_EQ(spans.size(), 3u) << receiver.process->stdout_text();
+  const auto* server = find_span(spans, "GET");
+  const auto* client = find_span(spans, "HTTP GET");
   ASSERT_TRUE(server && client);
   EXPECT_EQ(str(server->at("parent_span_id")), "");  // a root
-  EXPECT_EQ(str(server->at("attributes").as_object().at("network.protocol.version")), "2");
+  EXPECT_EQ(server->at("flags").as_int64(), 0x101);   // whose parent (none) is not remote
+  EXPECT_EQ(str(server->at("attributes").as_object().at("network.protocol.version")), "2.0");  // Go's r.Proto
+  EXPECT_EQ(str(client->at("attributes").as_object().at("network.protocol.version")), "2.0");
   EXPECT_EQ(echoed(r.out, "traceparent"),
             "00-" + str(server->at("trace_id")) + "-" + str(client->at("span_id")) + "-01");
+}
+
+// With a breaker (CONTAINER_CONCURRENCY > 0) the queue has a span of its own between the proxy span and
+// the hop, as queue-proxy's kn.queueproxy.wait; an app that answers 404 makes the client span an error
+// (otelhttp's client rule: >= 400) but not the server span (>= 500).
+TEST(Tracing, TheBreakersQueueIsASpanBetweenProxyAndClient) {
+  OtlpReceiver receiver;
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"OBSERVABILITY_CONFIG", observability("grpc", "http://127.0.0.1:" + std::to_string(receiver.grpc_port), 1)},
+              {"CONTAINER_CONCURRENCY", "1"}}}};
+  auto r = curl({"-H", std::string("traceparent: 00-") + kParentTrace + "-" + kParentSpan + "-03", "-H",
+                 "Knative-Serving-Tag: blue", sidecar.url("/status/404?x=1")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<boost::json::object> spans;
+  ASSERT_TRUE(eventually([&] { return (spans = receiver.spans()).size() >= 4; }, 10s)) << receiver.process->stdout_text();
+  const auto* server = find_span(spans, "GET");
+  const auto* proxy = find_span(spans, "kn.queueproxy.proxy");
+  const auto* wait = find_span(spans, "kn.queueproxy.wait");
+  const auto* client = find_span(spans, "HTTP GET");
+  ASSERT_TRUE(server && proxy && wait && client) << receiver.process->stdout_text();
+  EXPECT_EQ(str(wait->at("parent_span_id")), str(proxy->at("span_id")));
+  EXPECT_EQ(str(client->at("parent_span_id")), str(wait->at("span_id")));
+  EXPECT_LE(wait->at("end").as_int64(), client->at("start").as_int64());
+  EXPECT_EQ(server->at("flags").as_int64(), 0x303);  // the caller's random bit is kept
+  EXPECT_EQ(client->at("status").as_int64(), 2);     // STATUS_CODE_ERROR
+  const auto& client_attrs = client->at("attributes").as_object();
+  EXPECT_EQ(str(client_attrs.at("error.type")), "404");
+  EXPECT_TRUE(str(client_attrs.at("url.full")).ends_with("/status/404?x=1")) << str(client_attrs.at("url.full"));
+  EXPECT_EQ(server->at("status").as_int64(), 0);
+  EXPECT_EQ(str(server->at("attributes").as_object().at("kn.route.tag")), "blue");
+  EXPECT_FALSE(server->at("attributes").as_object().contains("url.query"));  // otelhttp v0.69 sets none
 }
 
 TEST(Tracing, ParentBasedSamplingFollowsTheCallersDecision) {
@@ -143,19 +199,61 @@ TEST(Tracing, ParentBasedSamplingFollowsTheCallersDecision) {
       .user_port = backend.port,
       .env = {{"OBSERVABILITY_CONFIG",
                observability("http/protobuf", "http://127.0.0.1:" + std::to_string(receiver.http_port), 0.5)}}}};
-  // Not sampled by the caller: no span, and the app gets the caller's traceparent untouched.
+  // Not sampled by the caller: no span, and the app gets a child (a new span id) marked not sampled, as
+  // queue-proxy's non-recording spans give it.
   auto unsampled = std::string("00-") + kParentTrace + "-" + kParentSpan + "-00";
   auto r = curl({"-H", "traceparent: " + unsampled, sidecar.url("/headers")});
-  EXPECT_EQ(echoed(r.out, "traceparent"), unsampled) << r.out;
-  // Sampled by the caller (B3 this time): exported.
+  auto got = echoed(r.out, "traceparent");
+  EXPECT_EQ(got.rfind(std::string("00-") + kParentTrace + "-", 0), 0u) << r.out;
+  EXPECT_NE(got, unsampled);
+  EXPECT_TRUE(got.ends_with("-00")) << got;
+  // B3 is not read (queue-proxy >= 1.19 propagates W3C trace context only): the request starts a trace.
   r = curl({"-H", std::string("X-B3-TraceId: ") + kParentTrace, "-H", std::string("X-B3-SpanId: ") + kParentSpan,
             "-H", "X-B3-Sampled: 1", sidecar.url("/headers")});
+  got = echoed(r.out, "traceparent");
+  EXPECT_EQ(got.size(), 55u) << r.out;
+  EXPECT_EQ(got.find(kParentTrace), std::string::npos);
+  // Sampled by the caller: exported.
+  r = curl({"-H", std::string("traceparent: 00-") + kParentTrace + "-" + kParentSpan + "-01", sidecar.url("/headers")});
   std::vector<boost::json::object> spans;
-  ASSERT_TRUE(eventually([&] { return (spans = receiver.spans()).size() >= 2; }, 10s));
-  std::this_thread::sleep_for(1500ms);
-  spans = receiver.spans();
-  ASSERT_EQ(spans.size(), 2u);
-  EXPECT_EQ(str(find_span(spans, 2)->at("parent_span_id")), kParentSpan);
+  auto of_parent = [&] {
+    spans = receiver.spans();
+    std::erase_if(spans, [](const auto& s) { return s.at("trace_id").as_string() != kParentTrace; });
+    return spans.size() >= 3;
+  };
+  ASSERT_TRUE(eventually(of_parent, 10s)) << receiver.process->stdout_text();
+  EXPECT_EQ(str(find_span(spans, "GET")->at("parent_span_id")), kParentSpan);
+}
+
+// tracing.protocol "stdout": every request sampled, its spans printed as OpenTelemetry Go's stdouttrace
+// exporter prints them, one JSON object a line among the log lines.
+TEST(Tracing, StdoutPrintsEachSpanAsAJsonLine) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{
+      .user_port = backend.port,
+      .env = {{"OBSERVABILITY_CONFIG", R"({"tracing":{"protocol":"stdout","samplingRate":0.01}})"}}}};
+  auto r = curl({"-H", std::string("traceparent: 00-") + kParentTrace + "-" + kParentSpan + "-01", sidecar.url("/headers")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<boost::json::object> spans;
+  ASSERT_TRUE(eventually([&] {
+    spans.clear();
+    std::istringstream lines(sidecar.process->stdout_text());
+    for (std::string line; std::getline(lines, line);)
+      if (line.starts_with("{\"Name\":")) spans.push_back(boost::json::parse(line).as_object());
+    return spans.size() >= 3;
+  }, 10s)) << sidecar.process->stdout_text();
+  const boost::json::object* server = nullptr;
+  for (const auto& s : spans)
+    if (s.at("SpanKind").as_int64() == 2) server = &s;
+  ASSERT_TRUE(server);
+  EXPECT_EQ(str(server->at("SpanContext").at("TraceID")), kParentTrace);
+  EXPECT_EQ(str(server->at("Parent").at("SpanID")), kParentSpan);
+  EXPECT_TRUE(server->at("Parent").at("Remote").as_bool());
+  EXPECT_EQ(server->at("ChildSpanCount").as_int64(), 1);
+  EXPECT_EQ(str(server->at("InstrumentationScope").at("Name")),
+            "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp");
+  EXPECT_TRUE(server->at("Resource").is_array());
+  EXPECT_EQ(str(server->at("StartTime")).find('T'), 10u);  // RFC 3339, as Go writes a time.Time
 }
 
 TEST(Tracing, ZipkinFromTheOldVariables) {
@@ -173,13 +271,13 @@ TEST(Tracing, ZipkinFromTheOldVariables) {
     got = receiver.received("zipkin");
     std::size_t n = 0;
     for (const auto& g : got) n += g.at("spans").as_array().size();
-    return n >= 2;
+    return n >= 3;  // server, kn.queueproxy.proxy (internal: no kind), client
   }, 10s));
   EXPECT_EQ(str(got[0].at("content_type")), "application/json");
-  const auto& spans = got[0].at("spans").as_array();
   const boost::json::object* server = nullptr;
-  for (const auto& s : spans)
-    if (s.as_object().at("kind").as_string() == "SERVER") server = &s.as_object();
+  for (const auto& g : got)
+    for (const auto& s : g.at("spans").as_array())
+      if (auto* kind = s.as_object().if_contains("kind"); kind && *kind == "SERVER") server = &s.as_object();
   ASSERT_TRUE(server);
   EXPECT_EQ(str(server->at("traceId")), kParentTrace);
   EXPECT_EQ(str(server->at("parentId")), kParentSpan);

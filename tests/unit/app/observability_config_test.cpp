@@ -1,6 +1,7 @@
 // OBSERVABILITY_CONFIG and the v1.12 tracing variables: what the sidecar exports, where, and how often.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "app/observability_config.h"
@@ -83,8 +84,32 @@ TEST(ObservabilityConfig, NewStyleTracingAndMetricsPush) {
   EXPECT_EQ(attribute(c.tracing.resource, "kn.revision.name"), "cfg-00001");
   EXPECT_EQ(attribute(c.tracing.resource, "k8s.namespace.name"), "ns");
   EXPECT_EQ(attribute(c.tracing.resource, "k8s.pod.name"), "cfg-00001-pod");
-  EXPECT_EQ(attribute(c.tracing.resource, "k8s.container.name"), "queue-proxy");
+  EXPECT_EQ(attribute(c.tracing.resource, "container.name"), "queue-proxy");  // semconv's, as Knative writes it
+  EXPECT_EQ(attribute(c.tracing.resource, "k8s.container.name"), "<absent>");
+  EXPECT_EQ(attribute(c.tracing.resource, "service.instance.id"), "cfg-00001-pod");
   EXPECT_EQ(attribute(c.metrics_push.resource, "service.name"), "svc");
+  EXPECT_EQ(c.metrics_push.resource, c.tracing.resource);
+  // Sorted by key, as OpenTelemetry Go's attribute set keeps a resource.
+  EXPECT_TRUE(std::is_sorted(c.tracing.resource.begin(), c.tracing.resource.end()));
+}
+
+TEST(ObservabilityConfig, ResourceTakesOtelResourceAttributesUnderKnativesOwn) {
+  auto c = parse({{"OTEL_RESOURCE_ATTRIBUTES", " deployment.environment = prod%20eu ,k8s.pod.name=mine,broken,"
+                                               "team=a%zzb,service.name=env"}});
+  EXPECT_EQ(attribute(c.tracing.resource, "deployment.environment"), "prod eu");  // trimmed, unescaped
+  EXPECT_EQ(attribute(c.tracing.resource, "team"), "a%zzb");                       // a bad escape: as written
+  EXPECT_EQ(attribute(c.tracing.resource, "broken"), "<absent>");                  // no "=": skipped
+  EXPECT_EQ(attribute(c.tracing.resource, "k8s.pod.name"), "cfg-00001-pod");       // Knative's win
+  EXPECT_EQ(attribute(c.tracing.resource, "service.name"), "cfg");
+  EXPECT_EQ(attribute(c.tracing.resource, "telemetry.sdk.name"), "sluice");
+}
+
+TEST(ObservabilityConfig, StdoutTracingSamplesEverything) {
+  auto c = parse({{"OBSERVABILITY_CONFIG", R"({"tracing":{"protocol":"stdout","samplingRate":0.1}})"}});
+  EXPECT_EQ(c.tracing.protocol, ExportProtocol::stdout_json);
+  EXPECT_DOUBLE_EQ(c.tracing.sampling_rate, 1);  // knative.dev/pkg: AlwaysSample for stdout
+  EXPECT_FALSE(c.tracing.b3_parents);
+  EXPECT_TRUE(c.not_acted_on.empty());
 }
 
 TEST(ObservabilityConfig, ServiceNameFallsBackAsQueueProxys) {
@@ -101,6 +126,7 @@ TEST(ObservabilityConfig, OldStyleZipkinAndItsDefaults) {
   EXPECT_EQ(c.tracing.protocol, ExportProtocol::zipkin);
   EXPECT_EQ(c.tracing.endpoint.port, 9411);
   EXPECT_DOUBLE_EQ(c.tracing.sampling_rate, 0.1);  // knative.dev/pkg's default
+  EXPECT_TRUE(c.tracing.b3_parents);
   c = parse({{"TRACING_CONFIG_BACKEND", "zipkin"}, {"TRACING_CONFIG_ZIPKIN_ENDPOINT", "http://z:9411"},
              {"TRACING_CONFIG_SAMPLE_RATE", "0.3"}, {"TRACING_CONFIG_DEBUG", "true"}});
   EXPECT_DOUBLE_EQ(c.tracing.sampling_rate, 1);  // debug samples everything

@@ -18,8 +18,15 @@ TEST(TraceContext, ParsesTraceparentAndRefusesMalformedOnes) {
                           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
                           "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                           "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
-                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"})
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+                          "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",  // Go: lower case only
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-04"})  // version 00: up to 03
     EXPECT_FALSE(parse_traceparent(bad)) << bad;
+  // The random bit is kept, the rest of the flags are not.
+  EXPECT_EQ(parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03")->flags, 3);
+  EXPECT_EQ(parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-81")->flags, 1);
+  EXPECT_EQ(format_traceparent(c->trace_id, c->parent_span_id, 2),
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02");
   // A later version may append fields.
   EXPECT_TRUE(parse_traceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"));
 }
@@ -38,12 +45,13 @@ TEST(TraceContext, ParsesB3SingleAndMultiHeaders) {
   req.set("X-B3-TraceId", "4bf92f3577b34da6a3ce929d0e0e4736");
   req.set("X-B3-SpanId", "00f067aa0ba902b7");
   req.set("X-B3-Sampled", "1");
-  auto multi = extract_parent(req);
+  EXPECT_FALSE(extract_parent(req, false));  // from v1.19 on queue-proxy reads W3C trace context only
+  auto multi = extract_parent(req, true);
   ASSERT_TRUE(multi);
   EXPECT_TRUE(multi->sampled);
   req.set("traceparent", "00-11111111111111111111111111111111-2222222222222222-00");
   req.set("tracestate", "k=v");
-  auto w3c = extract_parent(req);  // traceparent wins
+  auto w3c = extract_parent(req, true);  // traceparent wins
   EXPECT_EQ(hex(w3c->trace_id), "11111111111111111111111111111111");
   EXPECT_EQ(w3c->trace_state, "k=v");
 }
