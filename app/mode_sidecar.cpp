@@ -63,8 +63,12 @@ int run_sidecar(Args args) {
   proxy::Server server(cfg.proxy);
   const bool push_metrics = cfg.metrics_push.protocol != proxy::telemetry::ExportProtocol::none;
   if (cfg.user_metrics || push_metrics) {
-    server.shared().request_metrics = std::make_unique<metrics::RequestMetrics>(metrics::RequestMetricsConfig{
-        .pod = cfg.control.pod, .service = cfg.service, .names = cfg.metric_names});
+    server.shared().request_metrics = std::make_unique<metrics::RequestMetrics>(
+        metrics::RequestMetricsConfig{.pod = cfg.control.pod,
+                                      .service = cfg.service,
+                                      .names = cfg.metric_names,
+                                      .service_name = cfg.tracing.service_name,
+                                      .app_port = cfg.proxy.upstream_port});
   }
   if (cfg.tracing.protocol != proxy::telemetry::ExportProtocol::none) {
     using proxy::telemetry::ExportProtocol;
@@ -84,8 +88,9 @@ int run_sidecar(Args args) {
     auto& shared = server.shared();
     pusher = std::make_unique<proxy::telemetry::MetricsPusher>(
         cfg.metrics_push, *shared.request_metrics, [&shared]() -> std::optional<double> {
-          if (!shared.breaker) return std::nullopt;
-          return static_cast<double>(shared.breaker->in_flight() + shared.breaker->waiting());
+          // As queue-proxy's gauge: the value the last request recorded as it passed the breaker.
+          if (auto depth = shared.request_metrics->queue_depth()) return static_cast<double>(*depth);
+          return std::nullopt;
         });
     log::info("request metrics push")
         .kv("protocol", cfg.metrics_push.protocol == proxy::telemetry::ExportProtocol::otlp_grpc ? "grpc" : "http/protobuf")

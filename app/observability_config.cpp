@@ -68,6 +68,36 @@ void parse_tracing(const boost::json::object& t, ObservabilitySettings& s) {
   if (c.protocol == ExportProtocol::stdout_json) c.sampling_rate = 1;
 }
 
+// knative.dev/pkg's Prometheus server: the endpoint as net.SplitHostPort reads it, a port from 1024 up.
+void parse_prometheus_endpoint(const std::string& endpoint, ObservabilitySettings& s) {
+  auto refuse = [&](const std::string& why) {
+    bad("requestMetrics.endpoint \"" + endpoint + "\" for prometheus: " + why);
+  };
+  std::string_view e = endpoint, host, port;
+  if (e.starts_with('[')) {
+    auto close = e.find(']');
+    if (close == std::string_view::npos) refuse("missing ']' in address");
+    if (close + 1 >= e.size() || e[close + 1] != ':') refuse("should be \"host:port\" or \"[host]:port\"");
+    host = e.substr(1, close - 1);
+    port = e.substr(close + 2);
+  } else {
+    auto colon = e.rfind(':');
+    if (colon == std::string_view::npos) refuse("should be \"host:port\" or \"[host]:port\" (missing port)");
+    host = e.substr(0, colon);
+    if (host.find(':') != std::string_view::npos) refuse("too many colons in address");
+    port = e.substr(colon + 1);
+  }
+  int p = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9' || p > 65535) refuse("the port could not be parsed as a port number");
+    p = p * 10 + (c - '0');
+  }
+  if (port.empty() || p > 65535) refuse("the port could not be parsed as a port number");
+  if (p < 1024) refuse("port " + std::to_string(p) + ", should be between 1024 and 65535");
+  s.prometheus_host = std::string(host);
+  s.prometheus_port = static_cast<std::uint16_t>(p);
+}
+
 void parse_request_metrics(const boost::json::object& m, ObservabilitySettings& s) {
   auto protocol = string_at(m, "protocol", "requestMetrics.");
   auto endpoint = string_at(m, "endpoint", "requestMetrics.");
@@ -82,8 +112,7 @@ void parse_request_metrics(const boost::json::object& m, ObservabilitySettings& 
     c.protocol = protocol == "grpc" ? ExportProtocol::otlp_grpc : ExportProtocol::otlp_http;
     c.endpoint = parse_endpoint("OBSERVABILITY_CONFIG: requestMetrics.endpoint", endpoint, "/v1/metrics");
   } else if (protocol == "prometheus") {
-    if (!endpoint.empty() && endpoint != ":9091")
-      s.not_acted_on.push_back("OBSERVABILITY_CONFIG requestMetrics.endpoint (the port is SLUICE_USER_METRICS_PORT)");
+    if (!endpoint.empty()) parse_prometheus_endpoint(endpoint, s);
   } else if (protocol.empty() || protocol == "none") {
     if (!endpoint.empty()) bad("requestMetrics.endpoint should not be set when protocol is \"none\"");
   } else {

@@ -3,6 +3,8 @@
 // TRACING_CONFIG_* variables. Both are validated as Knative validates them.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,10 @@ struct ObservabilitySettings {
   std::string request_log_template;
   std::string template_source;  // the variable (or JSON key) that gave the template, for errors
   bool prometheus_metrics = false;
+  // requestMetrics.endpoint with protocol prometheus, "host:port": where the Prometheus exporter listens
+  // (an empty host: every address). Unset: queue-proxy's :9091.
+  std::optional<std::string> prometheus_host;
+  std::optional<std::uint16_t> prometheus_port;
   proxy::telemetry::TracingConfig tracing;
   proxy::telemetry::MetricsPushConfig metrics_push;
   std::vector<std::string> not_acted_on;  // known settings sluice accepts but does not honour

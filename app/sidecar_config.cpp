@@ -125,7 +125,7 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_ADMIN_PORT", "admin-port", false, "admin port: /wait-for-drain (default 8022; 0 = any)"},
       {"SLUICE_METRICS_PORT", "metrics-port", false, "autoscaler stat port: /metrics (default 9090; 0 = any)"},
       {"SLUICE_USER_METRICS_PORT", "user-metrics-port", false,
-       "request metrics port when enabled (default 9091; 0 = any)"},
+       "request metrics port when enabled (default: requestMetrics.endpoint's, else 9091; 0 = any)"},
       {"SLUICE_METRIC_NAMES", "metric-names", false,
        "request metric family: legacy (QP <= 1.18), otel (QP >= 1.19) or both (default: by the variables set)"},
       {"ENABLE_HTTP_FULL_DUPLEX", "enable-http-full-duplex", false,
@@ -361,7 +361,17 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   else throw ConfigError("SLUICE_WAIT_FOR_DRAIN_RESET=\"" + reset + "\": expected timeout or app-restart");
   c.control.drain_reset_after = proxy::Millis(o.get_int("SLUICE_WAIT_FOR_DRAIN_RESET_MS", 1000, 1, kMaxSeconds * 1000));
   c.control.metrics_port = o.get_port("SLUICE_METRICS_PORT", 9090);
-  c.control.user_metrics_port = o.get_port("SLUICE_USER_METRICS_PORT", 9091);
+  // Where queue-proxy's Prometheus exporter listens: requestMetrics.endpoint, else :9091.
+  c.control.user_metrics_port = o.get_port("SLUICE_USER_METRICS_PORT", obs.prometheus_port.value_or(9091));
+  if (obs.prometheus_host && !obs.prometheus_host->empty()) {
+    const std::string& host = *obs.prometheus_host;
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(host, ec);
+    if (!ec) c.control.user_metrics_address = host;
+    else if (host == "localhost") c.control.user_metrics_address = "127.0.0.1";  // as Go listens for it
+    else c.not_acted_on.push_back("OBSERVABILITY_CONFIG requestMetrics.endpoint's host " + host +
+                                  " (not an IP address: the request metrics listen on every address)");
+  }
   c.control.user_metrics = c.user_metrics;
   c.control.pod = {.namespace_name = c.namespace_name, .configuration = c.configuration,
                    .revision = c.revision, .pod = c.pod};

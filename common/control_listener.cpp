@@ -1,6 +1,9 @@
 // Control listeners; see control_listener.h.
 #include "common/control_listener.h"
 
+#include <ctime>
+#include <tuple>
+
 #include "common/log.h"
 #include "common/listen.h"
 
@@ -10,6 +13,16 @@ namespace {
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
 constexpr std::size_t kMaxHeaderBytes = 16 * 1024;
 constexpr std::size_t kMaxBodyBytes = 64 * 1024;
+
+// The Date field Go's server puts on every response (RFC 7231's IMF-fixdate).
+std::string http_date() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[40];
+  auto n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return std::string(buf, n);
+}
 
 }  // namespace
 
@@ -57,14 +70,20 @@ asio::awaitable<void> ControlListener::serve(tcp::socket socket) {
     req.set(kPeerField, peer_ec ? std::string() : peer.address().to_string() + ":" + std::to_string(peer.port()));
     ControlResponse r = co_await handler_(req);
     http::response<http::string_body> res{static_cast<http::status>(r.status), req.version()};
-    res.set(http::field::content_type, r.content_type);
+    if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
+    res.set(http::field::date, http_date());
     for (const auto& [name, value] : r.headers) res.set(name, value);
     res.keep_alive(req.keep_alive());
     res.body() = std::move(r.body);
     res.prepare_payload();
     stream.expires_after(kIdleTimeout);
-    auto [wec, wn] = co_await http::async_write(stream, res, use_nothrow);
-    (void)wn;
+    error_code wec;
+    if (req.method() == http::verb::head) {
+      http::response_serializer<http::string_body> head(res);
+      std::tie(wec, std::ignore) = co_await http::async_write_header(stream, head, use_nothrow);
+    } else {
+      std::tie(wec, std::ignore) = co_await http::async_write(stream, res, use_nothrow);
+    }
     if (wec || !res.keep_alive()) break;
   }
   error_code ignore;

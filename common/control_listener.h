@@ -1,5 +1,6 @@
 // A small HTTP/1.1 server for sluice's own endpoints (admin, autoscaler stats, user metrics): one
-// coroutine per connection on the control thread, a handler per listener. Not the data path.
+// coroutine per connection on the control thread, a handler per listener. Not the data path. A HEAD
+// request gets the head of what its handler answers, Content-Length included, and no body.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@ using ControlRequest = http::request<http::string_body>;
 
 struct ControlResponse {
   unsigned status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
+  std::string content_type = "text/plain; charset=utf-8";  // empty: no Content-Type
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // more fields (Metadata-Flavor, Cache-Control)
 };

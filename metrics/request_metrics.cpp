@@ -8,51 +8,51 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "metrics/exposition.h"
+#include "metrics/histogram.h"
+#include "metrics/process_metrics.h"
+
 namespace sluice::metrics {
 namespace {
 
 // OpenCensus' Buckets125(1, 100000), the milliseconds queue-proxy <= 1.18 reports latencies in.
 const prometheus::Histogram::BucketBoundaries kLatencyMs = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
-// OpenTelemetry's HTTP server duration buckets, which 1.19's kn_serving_invocation_duration_seconds uses.
-const prometheus::Histogram::BucketBoundaries kDurationS = {
-    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10};
+// queue-proxy >= 1.19's bounds of kn.serving.invocation.duration (OpenTelemetry's HTTP duration buckets).
+constexpr std::array<double, 14> kDurationS = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
+                                               0.5,   0.75, 1,     2.5,  5,     7.5, 10};
+constexpr std::string_view kScopeName = "knative.dev/serving/pkg/queue";
 
 std::string code_class(int status) { return std::to_string(status / 100) + "xx"; }
 
+std::size_t status_slot(int status) { return static_cast<std::size_t>(status < 100 || status > 599 ? 599 : status); }
+
 }  // namespace
 
-struct RequestMetrics::Series {
+struct RequestMetrics::LegacySeries {
   prometheus::Counter* count = nullptr;
   prometheus::Histogram* latency_ms = nullptr;
-  prometheus::Histogram* duration_s = nullptr;
 };
 
 struct RequestMetrics::Impl {
   prometheus::Registry registry;
   prometheus::Labels legacy_labels;
-  prometheus::Labels otel_labels;
   prometheus::Gauge* queue_depth_legacy = nullptr;
-  prometheus::Gauge* queue_depth_otel = nullptr;
+  std::vector<std::pair<std::string, std::string>> target_info;  // sorted by name
 };
 
-RequestMetrics::RequestMetrics(const RequestMetricsConfig& c) : impl_(std::make_unique<Impl>()) {
+RequestMetrics::RequestMetrics(const RequestMetricsConfig& c)
+    : impl_(std::make_unique<Impl>()),
+      legacy_(c.names != MetricNames::knative_otel),
+      otel_(c.names != MetricNames::knative_legacy) {
   auto& r = impl_->registry;
-  bool legacy = c.names != MetricNames::knative_otel;
-  bool otel = c.names != MetricNames::knative_legacy;
   impl_->legacy_labels = {{"namespace_name", c.pod.namespace_name},
                           {"configuration_name", c.pod.configuration},
                           {"revision_name", c.pod.revision},
                           {"service_name", c.service},
                           {"pod_name", c.pod.pod},
                           {"container_name", "queue-proxy"}};
-  impl_->otel_labels = {{"k8s_namespace_name", c.pod.namespace_name},
-                        {"kn_configuration_name", c.pod.configuration},
-                        {"kn_revision_name", c.pod.revision},
-                        {"kn_service_name", c.service},
-                        {"k8s_pod_name", c.pod.pod},
-                        {"k8s_container_name", "queue-proxy"}};
-  if (legacy) {
+  if (legacy_) {
     proxy_.count = &prometheus::BuildCounter()
                         .Name("revision_request_count")
                         .Help("The number of requests that are routed to queue-proxy")
@@ -75,91 +75,140 @@ RequestMetrics::RequestMetrics(const RequestMetricsConfig& c) : impl_(std::make_
                                      .Register(r)
                                      .Add(impl_->legacy_labels);
   }
-  if (otel) {
-    // As queue-proxy >= 1.19: the app's exchange alone, after the breaker (no queueing).
-    app_.duration_s = &prometheus::BuildHistogram()
-                           .Name("kn_serving_invocation_duration_seconds")
-                           .Help("The duration of task execution")
-                           .Register(r);
-    impl_->queue_depth_otel = &prometheus::BuildGauge()
-                                   .Name("kn_serving_queue_depth")
-                                   .Help("The current number of items in the serving and waiting queue")
-                                   .Register(r)
-                                   .Add(impl_->otel_labels);
+  if (otel_) {
+    http_ = std::make_unique<HttpMetrics>(c.app_port);
+    // queue-proxy's resource (sharedmain/otel.go), which its Prometheus exporter writes as target_info.
+    auto& t = impl_->target_info;
+    t.emplace_back("container_name", "queue-proxy");
+    t.emplace_back("k8s_namespace_name", c.pod.namespace_name);
+    t.emplace_back("k8s_pod_name", c.pod.pod);
+    if (!c.pod.configuration.empty()) t.emplace_back("kn_configuration_name", c.pod.configuration);
+    if (!c.pod.revision.empty()) t.emplace_back("kn_revision_name", c.pod.revision);
+    if (!c.service.empty()) t.emplace_back("kn_service_name", c.service);
+    t.emplace_back("service_instance_id", c.pod.pod);
+    t.emplace_back("service_name", c.service_name);
   }
 }
 
 RequestMetrics::~RequestMetrics() = default;
 
-RequestMetrics::Series& RequestMetrics::series(Table& t, int status) {
+RequestMetrics::LegacySeries& RequestMetrics::legacy_series(LegacyTable& t, int status) {
   if (status < 100 || status > 599) status = 599;
   auto& slot = t.by_status[static_cast<std::size_t>(status)];
   if (auto* s = slot.load(std::memory_order_acquire)) return *s;
   std::lock_guard lock(create_mutex_);
   if (auto* s = slot.load(std::memory_order_relaxed)) return *s;
-  auto s = std::make_unique<Series>();
-  if (t.count) {
-    auto labels = impl_->legacy_labels;
-    labels["response_code"] = std::to_string(status);
-    labels["response_code_class"] = code_class(status);
-    s->count = &t.count->Add(labels);
-    s->latency_ms = &t.latency_ms->Add(labels, kLatencyMs);
-  }
-  if (t.duration_s) {
-    auto labels = impl_->otel_labels;
-    labels["http_response_status_code"] = std::to_string(status);
-    s->duration_s = &t.duration_s->Add(labels, kDurationS);
-  }
+  auto s = std::make_unique<LegacySeries>();
+  auto labels = impl_->legacy_labels;
+  labels["response_code"] = std::to_string(status);
+  labels["response_code_class"] = code_class(status);
+  s->count = &t.count->Add(labels);
+  s->latency_ms = &t.latency_ms->Add(labels, kLatencyMs);
   slot.store(s.get(), std::memory_order_release);
   owned_.push_back(std::move(s));
   return *owned_.back();
 }
 
-void RequestMetrics::record(Table& t, int status, double latency_seconds) {
-  auto& s = series(t, status);
-  if (s.count) s.count->Increment();
-  if (s.latency_ms) s.latency_ms->Observe(latency_seconds * 1000.0);
-  if (s.duration_s) s.duration_s->Observe(latency_seconds);
+void RequestMetrics::record_legacy(LegacyTable& t, int status, double latency_seconds) {
+  auto& s = legacy_series(t, status);
+  s.count->Increment();
+  s.latency_ms->Observe(latency_seconds * 1000.0);
+}
+
+AtomicHistogram& RequestMetrics::duration_series(int status) {
+  auto& slot = durations_[status_slot(status)];
+  if (auto* h = slot.load(std::memory_order_acquire)) return *h;
+  std::lock_guard lock(create_mutex_);
+  if (auto* h = slot.load(std::memory_order_relaxed)) return *h;
+  owned_durations_.push_back(std::make_unique<AtomicHistogram>(kDurationS));
+  slot.store(owned_durations_.back().get(), std::memory_order_release);
+  return *owned_durations_.back();
 }
 
 void RequestMetrics::record_proxy(int status, double latency_seconds) {
-  record(proxy_, status, latency_seconds);
+  if (legacy_) record_legacy(proxy_, status, latency_seconds);
 }
 
 void RequestMetrics::record_app(int status, double latency_seconds) {
-  record(app_, status, latency_seconds);
+  if (legacy_) record_legacy(app_, status, latency_seconds);
+  // As queue-proxy >= 1.19: the app's exchange alone, after the breaker (no queueing).
+  if (otel_) duration_series(status).observe(latency_seconds);
+}
+
+void RequestMetrics::record_queue_depth(std::int64_t depth) {
+  if (!otel_) return;
+  queue_depth_.store(depth, std::memory_order_relaxed);
+  if (!queue_depth_recorded_.load(std::memory_order_relaxed))
+    queue_depth_recorded_.store(true, std::memory_order_release);
+}
+
+void RequestMetrics::set_legacy_queue_depth(double depth) {
+  if (impl_->queue_depth_legacy) impl_->queue_depth_legacy->Set(depth);
+}
+
+std::optional<std::int64_t> RequestMetrics::queue_depth() const {
+  if (!queue_depth_recorded_.load(std::memory_order_acquire)) return std::nullopt;
+  return queue_depth_.load(std::memory_order_relaxed);
 }
 
 std::vector<DurationPoint> RequestMetrics::durations() const {
   std::vector<DurationPoint> out;
-  for (std::size_t status = 0; status < app_.by_status.size(); ++status) {
-    const auto* s = app_.by_status[status].load(std::memory_order_acquire);
-    if (!s || !s->duration_s) continue;
-    const auto m = s->duration_s->Collect().histogram;
-    DurationPoint p{.status = static_cast<int>(status), .count = m.sample_count, .sum = m.sample_sum};
-    std::uint64_t below = 0;
-    for (const auto& b : m.bucket) {  // cumulative, the last one +Inf
-      if (p.bucket_counts.size() < kDurationS.size()) p.bounds.push_back(b.upper_bound);
-      p.bucket_counts.push_back(b.cumulative_count - below);
-      below = b.cumulative_count;
-    }
-    out.push_back(std::move(p));
+  for (std::size_t status = 0; status < durations_.size(); ++status) {
+    const auto* h = durations_[status].load(std::memory_order_acquire);
+    if (!h) continue;
+    auto snap = h->snapshot();
+    out.push_back({.status = static_cast<int>(status),
+                   .count = snap.count(),
+                   .sum = snap.sum,
+                   .bounds = {kDurationS.begin(), kDurationS.end()},
+                   .bucket_counts = std::move(snap.counts)});
   }
   return out;
 }
 
-double RequestMetrics::queue_depth() const {
-  auto* g = impl_->queue_depth_otel ? impl_->queue_depth_otel : impl_->queue_depth_legacy;
-  return g ? g->Value() : 0;
+// The families queue-proxy's OpenTelemetry exporter and Prometheus' Go client write, by name (go_* aside:
+// a C++ process has no Go runtime to describe).
+void RequestMetrics::write_otel(std::string& out) const {
+  http_->write(out);
+  const std::array<Label, 3> scope = {Label{"otel_scope_name", kScopeName}, Label{"otel_scope_schema_url", ""},
+                                      Label{"otel_scope_version", ""}};
+  bool any = false;
+  for (std::size_t status = 0; status < durations_.size(); ++status) {
+    const auto* h = durations_[status].load(std::memory_order_acquire);
+    if (!h) continue;
+    if (!any) write_family(out, "kn_serving_invocation_duration_seconds", "The duration of task execution", "histogram");
+    any = true;
+    const std::string code = std::to_string(status);
+    const std::array<Label, 4> labels = {Label{"http_response_status_code", code}, scope[0], scope[1], scope[2]};
+    auto snap = h->snapshot();
+    write_histogram(out, "kn_serving_invocation_duration_seconds", labels, kDurationS, snap.counts, snap.sum);
+  }
+  if (auto depth = queue_depth()) {
+    write_family(out, "kn_serving_queue_depth", "Number of current requests in the queue", "gauge");
+    write_sample(out, "kn_serving_queue_depth", scope, static_cast<double>(*depth));
+  }
+  write_process_families(out);
+  write_family(out, "promhttp_metric_handler_requests_in_flight", "Current number of scrapes being served.", "gauge");
+  write_sample(out, "promhttp_metric_handler_requests_in_flight", {}, 1);
+  write_family(out, "promhttp_metric_handler_requests_total", "Total number of scrapes by HTTP status code.",
+               "counter");
+  const auto scrapes = static_cast<double>(scrapes_.load(std::memory_order_relaxed));
+  for (auto [code, n] : {std::pair{"200", scrapes}, {"500", 0.0}, {"503", 0.0}}) {
+    const std::array<Label, 1> l = {Label{"code", code}};
+    write_sample(out, "promhttp_metric_handler_requests_total", l, n);
+  }
+  std::vector<Label> info;
+  for (const auto& [k, v] : impl_->target_info) info.emplace_back(k, v);
+  write_family(out, "target_info", "Target metadata", "gauge");
+  write_sample(out, "target_info", info, 1);
 }
 
-void RequestMetrics::set_queue_depth(double depth) {
-  if (impl_->queue_depth_legacy) impl_->queue_depth_legacy->Set(depth);
-  if (impl_->queue_depth_otel) impl_->queue_depth_otel->Set(depth);
-}
-
-std::string RequestMetrics::text() const {
-  return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+std::string RequestMetrics::text() {
+  std::string out;
+  if (legacy_) out = prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+  if (otel_) write_otel(out);
+  scrapes_.fetch_add(1, std::memory_order_relaxed);
+  return out;
 }
 
 }  // namespace sluice::metrics

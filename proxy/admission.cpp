@@ -39,21 +39,45 @@ asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKin
 }
 
 CountedExchange::CountedExchange(WorkerContext& worker, const http::request_header<>& req,
-                                 const ExchangeRecord& record)
+                                 const ExchangeRecord& record, bool tls)
     : shared_(worker.shared),
       stats_(worker.stats),
-      proxied_(iequals(field_value(req, kProxyRequestHeader), "activator")),
+      req_(req),
+      // queue-proxy compares the value as it is: `activator`, not `Activator`.
+      proxied_(field_value(req, kProxyRequestHeader) == "activator"),
+      measured_(shared_.request_metrics && !record.probe.any),
+      tls_(tls),
       record_(record) {
   shared_.drainer.note_request(record_.start);
   // queue-proxy forwards a request marked as the kubelet's without counting it for the autoscaler.
   if (!record_.probe.kubelet) stats_.request_in(record_.start, proxied_);
+  if (measured_ && shared_.request_metrics->http())
+    route_tag_ = metrics::knative_route_tag(field_value(req, kRouteTagHeader), field_value(req, kDefaultRouteHeader));
+}
+
+metrics::HttpVersion CountedExchange::version() const {
+  if (record_.protocol == "HTTP/2.0") return metrics::HttpVersion::v2;
+  return req_.version() == 10 ? metrics::HttpVersion::v1_0 : metrics::HttpVersion::v1_1;
 }
 
 CountedExchange::~CountedExchange() {
   auto now = Clock::now();
   if (!record_.probe.kubelet) stats_.request_out(now, proxied_);
-  if (shared_.request_metrics && !record_.probe.any)
-    shared_.request_metrics->record_proxy(record_.status, seconds_between(record_.start, now));
+  if (!measured_) return;
+  auto& m = *shared_.request_metrics;
+  const double seconds = seconds_between(record_.start, now);
+  m.record_proxy(record_.status, seconds);
+  if (auto* http = m.http()) {
+    http->record_server({.method = req_.method_string(),
+                         .status = record_.status,
+                         .route_tag = route_tag_,
+                         .version = version(),
+                         .host = field_value(req_, http::field::host),
+                         .tls = tls_,
+                         .request_body_bytes = record_.request_bytes,
+                         .response_body_bytes = record_.response_bytes,
+                         .seconds = seconds});
+  }
 }
 
 asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
@@ -76,7 +100,7 @@ asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& wor
   auto* instances = worker.shared.instances.get();
   if (!instances) co_return std::nullopt;
   auto host = req[http::field::host];
-  auto tag = req["Knative-Serving-Tag"];
+  auto tag = req[kRouteTagHeader];
   auto pending = instances->acquire(std::string_view(host.data(), host.size()),
                                     std::string_view(tag.data(), tag.size()), deadline);  // named: no temporary inside co_await (STYLE.md)
   auto got = co_await std::move(pending);

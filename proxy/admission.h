@@ -21,18 +21,31 @@ asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKin
 
 // The exchange's share of the stats: counted in at construction (before the breaker, so waiting
 // requests count toward concurrency as Knative's autoscaler expects), out at destruction, however
-// the exchange ends; the proxy's request metrics are recorded then too.
+// the exchange ends; the proxy's side of the request metrics (the client's view: the legacy
+// revision_request_* and otelhttp's http_server_*) is recorded then too.
 class CountedExchange {
  public:
-  CountedExchange(WorkerContext& worker, const http::request_header<>& req, const ExchangeRecord& record);
+  CountedExchange(WorkerContext& worker, const http::request_header<>& req, const ExchangeRecord& record, bool tls);
   ~CountedExchange();
   CountedExchange(const CountedExchange&) = delete;
   CountedExchange& operator=(const CountedExchange&) = delete;
 
+  // Whether the request metrics take the exchange: they are on, and it is no probe (record.probe.any:
+  // queue-proxy forwards `K-Network-Probe: queue` from an ordinary client and K-Kubelet-Probe alone, but its
+  // metrics handlers leave out every probe).
+  bool measured() const { return measured_; }
+  // Knative's route tag of the request (set when otelhttp's families are on).
+  std::string_view route_tag() const { return route_tag_; }
+  metrics::HttpVersion version() const;
+
  private:
   SharedState& shared_;
   metrics::RequestStatsShard& stats_;
+  const http::request_header<>& req_;
   bool proxied_;
+  bool measured_;
+  bool tls_;
+  std::string_view route_tag_;
   const ExchangeRecord& record_;
 };
 

@@ -3,6 +3,7 @@
 // workers; a waiter is resumed on its own worker when a slot is handed to it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <mutex>
 
@@ -26,6 +27,9 @@ class ConcurrencyBreaker {
 
   std::size_t in_flight() const;
   std::size_t waiting() const;
+  // In flight plus waiting, without the lock: Knative's Breaker.InFlight(), which queue-proxy reports as
+  // its queue depth at each request's start.
+  std::size_t occupancy() const { return occupancy_.load(std::memory_order_relaxed); }
 
   // At shutdown, before the workers' io_contexts go: waiters hold timers of those contexts.
   void drop_waiters();
@@ -33,12 +37,14 @@ class ConcurrencyBreaker {
 
  private:
   struct Granted {};  // a slot passed on by release()
+  void note_occupancy() { occupancy_.store(in_flight_ + waiters_.size(), std::memory_order_relaxed); }  // locked
 
   const std::size_t capacity_;
   const std::size_t queue_depth_;
   mutable std::mutex mutex_;
   std::size_t in_flight_ = 0;
   net::WaitQueue<Granted> waiters_;
+  std::atomic<std::size_t> occupancy_{0};
 };
 
 // Releases an admitted slot at scope exit.

@@ -1,33 +1,44 @@
 // Control plane; see control_plane.h.
 #include "proxy/control_plane.h"
 
+#include "common/go_mux.h"
+#include "common/gzip.h"
 #include "common/log.h"
 
 namespace sluice::proxy {
 namespace {
 
-ControlResponse not_found() { return {.status = 404, .body = "not found\n"}; }
+// What Prometheus' Go client names its text format with (OpenTelemetry's exporter escapes names so).
+constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores";
 
-bool wants_protobuf(std::string_view accept) {
-  return accept.find("application/protobuf") != std::string_view::npos;
+// sluice's own counters of span export, beside the request metrics.
+void append_tracing_counters(std::string& body, const telemetry::SpanExporter& e) {
+  body += "# HELP sluice_tracing_spans_dropped_total Spans dropped: the export queue was full, or the export failed.\n"
+          "# TYPE sluice_tracing_spans_dropped_total counter\n"
+          "sluice_tracing_spans_dropped_total{reason=\"export_failed\"} " + std::to_string(e.failed()) + "\n"
+          "sluice_tracing_spans_dropped_total{reason=\"queue_full\"} " + std::to_string(e.dropped()) + "\n"
+          "# HELP sluice_tracing_spans_exported_total Spans the collector accepted.\n"
+          "# TYPE sluice_tracing_spans_exported_total counter\n"
+          "sluice_tracing_spans_exported_total " + std::to_string(e.exported()) + "\n";
 }
 
 }  // namespace
 
 ControlPlane::ControlPlane(asio::io_context& io, SharedState& shared, ControlConfig config)
     : io_(io), shared_(shared), config_(std::move(config)), started_(Clock::now()),
-      exposition_(config_.pod), report_tick_(io_) {
+      report_tick_(io_) {
   // Until the first period closes, the autoscaler reads an all-zero sample of this pod.
-  publish({});
-  auto add = [&](const char* name, std::uint16_t port, auto member) {
+  stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample_);
+  auto add = [&](const char* name, const std::string& address, std::uint16_t port, auto member) {
     listeners_.push_back(std::make_unique<ControlListener>(
-        io_, name, config_.listen_address, port,
-        [this, member](const ControlRequest& r) { return (this->*member)(r); }));
+        io_, name, address, port, [this, member](const ControlRequest& r) { return (this->*member)(r); }));
   };
-  add("admin", config_.admin_port, &ControlPlane::serve_admin);
-  add("metrics", config_.metrics_port, &ControlPlane::serve_stats);
-  if (config_.user_metrics && shared_.request_metrics)
-    add("user-metrics", config_.user_metrics_port, &ControlPlane::serve_user_metrics);
+  add("admin", config_.listen_address, config_.admin_port, &ControlPlane::serve_admin);
+  add("metrics", config_.listen_address, config_.metrics_port, &ControlPlane::serve_stats);
+  if (config_.user_metrics && shared_.request_metrics) {
+    add("user-metrics", config_.user_metrics_address.empty() ? config_.listen_address : config_.user_metrics_address,
+        config_.user_metrics_port, &ControlPlane::serve_user_metrics);
+  }
 }
 
 ControlPlane::~ControlPlane() { shared_.stats.cancel_arrival_wake(); }
@@ -72,53 +83,40 @@ asio::awaitable<void> ControlPlane::report_loop() {
     if (woken_) next = now;  // traffic after idle: close the period now, count the next from here
     woken_ = false;
     next += config_.report_period;
-    publish({.period = shared_.stats.report(now),
-             .uptime_seconds = std::chrono::duration<double>(now - started_).count()});
+    publish(now);
     idle = sample_.period.requests == 0 && sample_.period.average_concurrency == 0;
-    if (shared_.request_metrics && shared_.breaker) {
-      shared_.request_metrics->set_queue_depth(
-          static_cast<double>(shared_.breaker->in_flight() + shared_.breaker->waiting()));
+  }
+}
+
+void ControlPlane::publish(Clock::time_point now) {
+  sample_ = {.period = shared_.stats.report(now),
+             .uptime_seconds = std::chrono::duration<double>(now - started_).count(),
+             .report_period_seconds = std::chrono::duration<double>(config_.report_period).count()};
+  stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample_);
+}
+
+// queue-proxy's :9090 mux has "/metrics" for every method, and its handler answers the Stat protobuf
+// whatever the Accept header.
+asio::awaitable<ControlResponse> ControlPlane::serve_stats(const ControlRequest& req) {
+  if (auto refusal = net::go_mux_refusal(req, {.path = "/metrics"})) co_return std::move(*refusal);
+  if (parked_) publish(Clock::now());  // no period closes while parked: the scrape closes one, so the uptime is now
+  co_return ControlResponse{.content_type = "application/protobuf", .body = stat_protobuf_};
+}
+
+// "GET /metrics", as knative.dev/pkg's Prometheus server registers it.
+asio::awaitable<ControlResponse> ControlPlane::serve_user_metrics(const ControlRequest& req) {
+  if (auto refusal = net::go_mux_refusal(req, {.path = "/metrics", .get_only = true})) co_return std::move(*refusal);
+  if (shared_.breaker) shared_.request_metrics->set_legacy_queue_depth(static_cast<double>(shared_.breaker->occupancy()));
+  auto body = shared_.request_metrics->text();
+  if (shared_.tracer) append_tracing_counters(body, shared_.tracer->exporter());
+  ControlResponse r{.content_type = kPrometheusText, .body = std::move(body)};
+  if (net::prefers_gzip(req[http::field::accept_encoding])) {  // Prometheus asks for gzip, as promhttp offers it
+    if (auto packed = net::gzip(r.body)) {
+      r.body = std::move(*packed);
+      r.headers.emplace_back("Content-Encoding", "gzip");
     }
   }
-}
-
-void ControlPlane::publish(const metrics::StatSample& sample) {
-  sample_ = sample;
-  stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample_);
-  exposition_.update(sample_);
-}
-
-asio::awaitable<ControlResponse> ControlPlane::serve_stats(const ControlRequest& req) {
-  if (req.target() != "/metrics") co_return not_found();
-  if (parked_) {  // no period closes while parked: the scrape closes one, so the uptime it reads is now
-    auto now = Clock::now();
-    publish({.period = shared_.stats.report(now),
-             .uptime_seconds = std::chrono::duration<double>(now - started_).count()});
-  }
-  if (wants_protobuf(req[http::field::accept]))
-    co_return ControlResponse{.content_type = "application/protobuf", .body = stat_protobuf_};
-  auto body = exposition_.text();
-  if (shared_.tracer) {  // what tracing export costs: spans sent, and dropped (queue full or export failed)
-    const auto& e = shared_.tracer->exporter();
-    body += "# HELP sluice_tracing_spans_exported_total Spans the collector accepted.\n"
-            "# TYPE sluice_tracing_spans_exported_total counter\n"
-            "sluice_tracing_spans_exported_total " + std::to_string(e.exported()) + "\n"
-            "# HELP sluice_tracing_spans_dropped_total Spans dropped: the export queue was full, or the export failed.\n"
-            "# TYPE sluice_tracing_spans_dropped_total counter\n"
-            "sluice_tracing_spans_dropped_total{reason=\"queue_full\"} " + std::to_string(e.dropped()) + "\n"
-            "sluice_tracing_spans_dropped_total{reason=\"export_failed\"} " + std::to_string(e.failed()) + "\n";
-  }
-  co_return ControlResponse{.content_type = "text/plain; version=0.0.4; charset=utf-8", .body = std::move(body)};
-}
-
-asio::awaitable<ControlResponse> ControlPlane::serve_user_metrics(const ControlRequest& req) {
-  if (req.target() != "/metrics") co_return not_found();
-  if (shared_.breaker) {  // fresh, not a second old
-    shared_.request_metrics->set_queue_depth(
-        static_cast<double>(shared_.breaker->in_flight() + shared_.breaker->waiting()));
-  }
-  co_return ControlResponse{.content_type = "text/plain; version=0.0.4; charset=utf-8",
-                            .body = shared_.request_metrics->text()};
+  co_return r;
 }
 
 asio::awaitable<void> ControlPlane::reset_unless_terminated() {
@@ -154,7 +152,8 @@ asio::awaitable<void> ControlPlane::reset_when_app_restarts() {
 }
 
 asio::awaitable<ControlResponse> ControlPlane::serve_admin(const ControlRequest& req) {
-  if (req.target() == "/wait-for-drain") {
+  if (auto refusal = net::go_mux_refusal(req, {.path = "/wait-for-drain"})) co_return std::move(*refusal);
+  {
     // The app's preStop hook: hold it until the proxy has drained, so the app keeps serving till then.
     log::info("draining requested").kv("by", "/wait-for-drain");
     shared_.drainer.start(Clock::now());
@@ -166,7 +165,6 @@ asio::awaitable<ControlResponse> ControlPlane::serve_admin(const ControlRequest&
     co_await shared_.drainer.wait_drained();
     co_return ControlResponse{.body = "drained\n"};
   }
-  co_return not_found();
 }
 
 void ControlPlane::terminate() {

@@ -1,6 +1,6 @@
 // sluice's control side in sidecar mode, on one thread of its own: the 1 s stat tick for the
 // autoscaler (parked while idle), the :9090 stat endpoint, the :9091 user metrics, the :8022 admin endpoints, and the
-// drain that SIGTERM or `/wait-for-drain` starts.
+// drain that SIGTERM or `/wait-for-drain` starts. Each port answers as queue-proxy's Go ServeMux for it does.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +23,10 @@ struct ControlConfig {
   std::uint16_t admin_port = 8022;
   std::uint16_t metrics_port = 9090;
   std::uint16_t user_metrics_port = 9091;
+  std::string user_metrics_address;  // empty: listen_address (requestMetrics.endpoint may name one)
   bool user_metrics = false;  // serve SharedState::request_metrics on user_metrics_port
   metrics::PodIdentity pod;
-  Millis report_period{1000};
+  Millis report_period{1000};  // queue-proxy's reportingPeriod, which its request rates are per
   // What undoes a /wait-for-drain that no SIGTERM follows. In Knative (sluice in the pod's containers)
   // SIGTERM comes at once when the pod goes away, so none within `drain_reset_after` means the app's
   // liveness restart. A native sidecar gets SIGTERM only after the app has exited, so there the drain is
@@ -55,7 +56,7 @@ class ControlPlane {
 
  private:
   asio::awaitable<void> report_loop();
-  void publish(const metrics::StatSample& sample);  // what the metrics endpoints serve from now on
+  void publish(Clock::time_point now);  // closes the period at `now`: what :9090 serves from now on
   asio::awaitable<ControlResponse> serve_stats(const ControlRequest& req);
   asio::awaitable<ControlResponse> serve_user_metrics(const ControlRequest& req);
   asio::awaitable<ControlResponse> serve_admin(const ControlRequest& req);
@@ -66,7 +67,6 @@ class ControlPlane {
   SharedState& shared_;
   ControlConfig config_;
   Clock::time_point started_;
-  metrics::StatExposition exposition_;
   metrics::StatSample sample_;  // the last one published
   std::string stat_protobuf_;
   // While the last period saw no traffic, the reporter sleeps with no timer until the first request

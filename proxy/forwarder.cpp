@@ -57,6 +57,7 @@ Failure Forwarding::classify(Failure upstream_failure) const {
 asio::awaitable<void> Forwarding::fail(Failure f, error_code ec) {
   if (f == Failure::upstream || f == Failure::upstream_connect) record_.app_error = ec;
   f = classify(f);
+  app_failure_ = f;
   // A failure of the client's body names the body's error, not the app side's cancellation it caused.
   if (f == Failure::bad_request_body) ec = request_error_;
   up_.reset();  // abandons the upstream exchange (connection closed, stream reset)
@@ -82,10 +83,15 @@ asio::awaitable<void> Forwarding::run() {
   // Each gate is awaited only when it is configured: a coroutine call costs a frame even when it has
   // nothing to wait for.
   std::optional<BreakerSlot> slot;
-  if (w.shared.breaker && !record_.probe.kubelet) {  // queue-proxy lets the kubelet's past its breaker
-    auto refused = co_await pass_breaker(w, admit_by, slot);
-    record_.queue_exit = Clock::now();
-    if (refused) co_return co_await answer(*refused);
+  if (w.shared.breaker) {
+    if (!record_.probe.kubelet) {  // queue-proxy lets the kubelet's past its breaker
+      auto refused = co_await pass_breaker(w, admit_by, slot);
+      record_.queue_exit = Clock::now();
+      if (refused) co_return co_await answer(*refused);
+    }
+    // What queue-proxy's app metrics handler, behind its breaker, records as each request starts.
+    if (auto* m = w.shared.request_metrics.get())
+      m->record_queue_depth(static_cast<std::int64_t>(w.shared.breaker->occupancy()));
   }
   std::optional<InstanceLease> lease;
   if (w.shared.instances) {
@@ -119,6 +125,7 @@ asio::awaitable<void> Forwarding::run() {
   // again on a fresh connection; one that streams cannot.
   std::optional<asio::const_buffer> in_hand;
   if (body.kind != BodyKind::none) in_hand = down_.body_in_hand();
+  if (in_hand) in_hand_bytes_ = in_hand->size();
   const bool replayable = body.kind == BodyKind::none || in_hand;
   const bool idempotent = is_idempotent(req_.method());
   const tcp::endpoint* instance = lease ? &lease->endpoint : nullptr;
@@ -174,9 +181,34 @@ asio::awaitable<void> Forwarding::run() {
   }
 }
 
-void Forwarding::count_app_exchange(Clock::time_point end) const {
-  if (worker_.shared.request_metrics && upstream_start_ != Clock::time_point{} && !record_.probe.any)
-    worker_.shared.request_metrics->record_app(record_.status, seconds_between(upstream_start_, end));
+namespace {
+
+// The Go error otelhttp's transport would have seen for a failure before the response head.
+metrics::AppError app_error(Failure f) {
+  switch (f) {
+    case Failure::upstream_connect: return metrics::AppError::dial;
+    case Failure::timed_out: return metrics::AppError::deadline;
+    case Failure::client_gone: return metrics::AppError::canceled;
+    default: return metrics::AppError::other;
+  }
+}
+
+}  // namespace
+
+void Forwarding::count_app_exchange(Clock::time_point end, const CountedExchange& counted) const {
+  if (upstream_start_ == Clock::time_point{}) return;  // the app was never asked
+  auto& m = *worker_.shared.request_metrics;
+  m.record_app(record_.status, seconds_between(upstream_start_, end));
+  if (auto* http = m.http()) {
+    const bool head = head_at_ != Clock::time_point{};
+    http->record_client({.method = req_.method_string(),
+                         .status = head_status_,
+                         .error = head ? metrics::AppError::none : app_error(app_failure_),
+                         .route_tag = counted.route_tag(),
+                         .version = counted.version(),
+                         .request_body_bytes = head ? request_bytes_at_head_ : record_.request_bytes,
+                         .seconds = seconds_between(upstream_start_, head ? head_at_ : end)});
+  }
 }
 
 }  // namespace forwarding
@@ -205,12 +237,12 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
   if (worker.shared.tracer && !record.probe.any) span = worker.shared.tracer->begin(req, record, down.is_tls());
   Clock::time_point forwarded;
   {
-    CountedExchange counted(worker, req, record);
+    CountedExchange counted(worker, req, record, down.is_tls());
     {
       forwarding::Forwarding f(worker, down);
       co_await f.run();
       forwarded = Clock::now();
-      f.count_app_exchange(forwarded);
+      if (counted.measured()) f.count_app_exchange(forwarded, counted);
     }
     // The exchange counts until its codec has taken the whole response (or the client is gone).
     if (!down.is_flushed()) co_await down.flushed();

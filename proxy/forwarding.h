@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "proxy/admission.h"
 #include "proxy/deadline.h"
 #include "proxy/failure.h"
 #include "proxy/forwarder.h"
@@ -33,10 +34,12 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   Forwarding& operator=(const Forwarding&) = delete;
 
   asio::awaitable<void> run();
-  // After run(): the app's side of the exchange in the request metrics, once the app was asked, with the
-  // status the exchange ended with (queue-proxy's app metrics sit after its breaker, around its proxy,
-  // so a 502 from a refused connection counts and the queue wait does not).
-  void count_app_exchange(Clock::time_point end) const;
+  // After run(), for an exchange the request metrics take (CountedExchange::measured()): the app's side,
+  // once the app was asked. kn_serving_invocation_duration (and the legacy revision_app_*) with the status
+  // the exchange ended with: queue-proxy's app metrics sit after its breaker, around its proxy, so a 502
+  // from a refused connection counts and the queue wait does not. otelhttp's http_client_* as its transport
+  // sees the exchange: until the response head (or the error), with the app's own status.
+  void count_app_exchange(Clock::time_point end, const CountedExchange& counted) const;
 
  private:
   void client_gone() override {
@@ -78,6 +81,11 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   std::optional<BodySplice> request_splice_, response_splice_;
   const http::response_header<>* head_ = nullptr;
   Clock::time_point upstream_start_;
+  Clock::time_point head_at_{};  // the app's final response head came (zero: none did)
+  int head_status_ = 0;          // its status (head_ may be gone with up_ by the time it is counted)
+  std::uint64_t request_bytes_at_head_ = 0;  // the body's bytes the app had been sent by then
+  std::size_t in_hand_bytes_ = 0;            // a whole body sent with the head (noted once the head came)
+  Failure app_failure_ = Failure::upstream;  // why no head came, when none did
   bool upgrade_ = false;
   bool gone_ = false;
   bool response_started_ = false;

@@ -37,6 +37,9 @@ inline constexpr std::string_view kOriginalHostHeader = "K-Original-Host";
 // route's Knative-Serving-Tag, Knative-Serving-Default-Route) reach the app through queue-proxy, and so
 // through sluice.
 bool is_activator_revision_header(std::string_view name);
+// The route's tag, and whether the request came by the default route (its metrics' kn_route_tag).
+inline constexpr std::string_view kRouteTagHeader = "Knative-Serving-Tag";
+inline constexpr std::string_view kDefaultRouteHeader = "Knative-Serving-Default-Route";
 
 // Now as an HTTP-date (RFC 9110 §5.6.7, "Sun, 06 Nov 1994 08:49:37 GMT"), formatted once a second per
 // thread. Every response gets a Date when the app gave none, as from Go's server (queue-proxy) or nginx.

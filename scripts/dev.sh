@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev
-  libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev
+  libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev zlib1g-dev
 )
 # sluice-autoscaler (KEDA's external scaler) is a binary of its own so that the sidecar carries no gRPC;
 # without these packages CMake simply leaves it out. docker/Dockerfile's scaler stage installs them.

@@ -24,8 +24,8 @@ std::string encode_otlp_metrics(const std::vector<metrics::DurationPoint>& durat
 
 class MetricsPusher {
  public:
-  // `queue_depth`: in flight plus waiting in the breaker, or nullopt without one (then no gauge, as
-  // queue-proxy records it only with a breaker).
+  // `queue_depth`: the breaker's occupancy as the last request passed it, or nullopt before any did or
+  // without a breaker (then no gauge: queue-proxy's has no value to export until it records one).
   MetricsPusher(MetricsPushConfig config, const metrics::RequestMetrics& source,
                 std::function<std::optional<double>()> queue_depth);
   // Pushes once more (what the last period saw), then stops.

@@ -25,9 +25,12 @@ using namespace std::chrono_literals;
 constexpr const char* kParentTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
 constexpr const char* kParentSpan = "00f067aa0ba902b7";
 
-std::string observability(const std::string& protocol, const std::string& endpoint, double rate) {
+// `prometheus`: the request metrics on the user-metrics port too, where the span export counters are.
+std::string observability(const std::string& protocol, const std::string& endpoint, double rate,
+                          bool prometheus = false) {
   return R"({"tracing":{"protocol":")" + protocol + R"(","endpoint":")" + endpoint +
          R"(","samplingRate":)" + std::to_string(rate) + R"(},"enableRequestLog":true,)" +
+         (prometheus ? R"("requestMetrics":{"protocol":"prometheus"},)" : "") +
          R"("requestLogTemplate":"trace={{.TraceID}} path={{.Request.URL}}"})";
 }
 
@@ -292,14 +295,14 @@ TEST(Tracing, ASlowOrDownCollectorCostsOnlyCountedDrops) {
   Backend backend;
   Sidecar sidecar{SidecarOptions{
       .user_port = backend.port,
-      .env = {{"OBSERVABILITY_CONFIG", observability("grpc", "http://127.0.0.1:" + std::to_string(slow.grpc_port), 1)},
+      .env = {{"OBSERVABILITY_CONFIG", observability("grpc", "http://127.0.0.1:" + std::to_string(slow.grpc_port), 1, true)},
               {"SLUICE_TRACING_QUEUE_SPANS", "8"}, {"SLUICE_DRAIN_QUIET_PERIOD_MS", "100"}}}};
   auto started = std::chrono::steady_clock::now();
   auto r = run_command({"h2load", "-n", "200", "-c", "4", "--h1", sidecar.url("/")}, 30s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("200 succeeded"), std::string::npos) << r.out;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 8s);  // the collector's 10 s never showed
-  auto metrics = http_get(sidecar.metrics_port, "/metrics");
+  auto metrics = http_get(sidecar.user_metrics_port, "/metrics");
   auto dropped = prometheus_value(metrics, "sluice_tracing_spans_dropped_total", "queue_full");
   ASSERT_TRUE(dropped) << metrics;
   EXPECT_GT(*dropped, 300);  // 400 spans, at most 8 queued and one batch in flight
@@ -313,10 +316,10 @@ TEST(Tracing, ASlowOrDownCollectorCostsOnlyCountedDrops) {
   ReservedPort gone;
   Sidecar orphan{SidecarOptions{
       .user_port = backend.port,
-      .env = {{"OBSERVABILITY_CONFIG", observability("http/protobuf", "http://127.0.0.1:" + std::to_string(gone.port), 1)}}}};
+      .env = {{"OBSERVABILITY_CONFIG", observability("http/protobuf", "http://127.0.0.1:" + std::to_string(gone.port), 1, true)}}}};
   for (int i = 0; i < 20; ++i) ASSERT_EQ(curl({orphan.url("/")}).exit_code, 0);
   EXPECT_TRUE(eventually([&] {
-    auto v = prometheus_value(http_get(orphan.metrics_port, "/metrics"), "sluice_tracing_spans_dropped_total",
+    auto v = prometheus_value(http_get(orphan.user_metrics_port, "/metrics"), "sluice_tracing_spans_dropped_total",
                               "export_failed");
     return v && *v >= 40;
   }, 10s));
@@ -335,13 +338,13 @@ TEST(Tracing, AFailingCollectorIsBackedOffNotRetriedPerBatch) {
   Sidecar sidecar{SidecarOptions{
       .user_port = backend.port,
       .env = {{"OBSERVABILITY_CONFIG",
-               observability("http/protobuf", "http://127.0.0.1:" + std::to_string(collector.port()), 1)},
+               observability("http/protobuf", "http://127.0.0.1:" + std::to_string(collector.port()), 1, true)},
               {"SLUICE_TRACING_QUEUE_SPANS", "100000"}}}};
   // 3,000 requests make 6,000 spans: a dozen full batches of 512 within a fraction of a second.
   auto r = run_command({"h2load", "-n", "3000", "-c", "10", "--h1", sidecar.url("/")}, 60s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto failed = [&] {
-    auto v = prometheus_value(http_get(sidecar.metrics_port, "/metrics"), "sluice_tracing_spans_dropped_total",
+    auto v = prometheus_value(http_get(sidecar.user_metrics_port, "/metrics"), "sluice_tracing_spans_dropped_total",
                               "export_failed");
     return v ? *v : 0.0;
   };

@@ -232,6 +232,29 @@ TEST(SidecarConfig, RequestMetricsFromEitherGenerationOfVariables) {
   EXPECT_NE(error_of(env).find("SLUICE_METRIC_NAMES"), std::string::npos);
 }
 
+// knative.dev/pkg's Prometheus server listens where requestMetrics.endpoint says ("host:port"), else :9091.
+TEST(SidecarConfig, RequestMetricsEndpointIsWhereThePrometheusPortListens) {
+  auto env = kRequired;
+  env["OBSERVABILITY_CONFIG"] = R"({"requestMetrics":{"protocol":"prometheus"}})";
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.control.user_metrics_port, 9091);
+  EXPECT_EQ(c.control.user_metrics_address, "");
+  env["OBSERVABILITY_CONFIG"] = R"({"requestMetrics":{"protocol":"prometheus","endpoint":":9095"}})";
+  c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.control.user_metrics_port, 9095);
+  EXPECT_EQ(c.control.user_metrics_address, "");
+  EXPECT_TRUE(c.not_acted_on.empty());
+  env["OBSERVABILITY_CONFIG"] = R"({"requestMetrics":{"protocol":"prometheus","endpoint":"[::1]:9095"}})";
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).control.user_metrics_address, "::1");
+  env["SLUICE_USER_METRICS_PORT"] = "0";  // sluice's own variable wins
+  EXPECT_EQ(parse_sidecar_config(env_of(env), {}).control.user_metrics_port, 0);
+  env.erase("SLUICE_USER_METRICS_PORT");
+  for (const char* bad : {"9095", ":80", ":x", "a:b:9095", ":"}) {
+    env["OBSERVABILITY_CONFIG"] = std::string(R"({"requestMetrics":{"protocol":"prometheus","endpoint":")") + bad + "\"}}";
+    EXPECT_NE(error_of(env).find("requestMetrics.endpoint"), std::string::npos) << bad;
+  }
+}
+
 TEST(SidecarConfig, TlsKnobsAreKnativesWithTls13AsTheDefaultMinimum) {
   auto env = kRequired;
   env["SLUICE_TLS_CERT_FILE"] = "/tmp/absent.crt";

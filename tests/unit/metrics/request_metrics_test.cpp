@@ -1,4 +1,5 @@
-// User request metrics: series per status code, the two name families, the queue depth gauge.
+// User request metrics: series per status code, the two name families, the queue depth gauge, and the
+// families queue-proxy >= 1.19's exporter writes beside them.
 #include "metrics/request_metrics.h"
 
 #include <gtest/gtest.h>
@@ -15,9 +16,14 @@ RequestMetricsConfig config(MetricNames names) {
           .names = names};
 }
 
+// The first line that starts with `prefix` and contains `must_contain`.
 std::string line_with(const std::string& text, const std::string& prefix, const std::string& must_contain) {
   std::size_t pos = 0;
   while ((pos = text.find(prefix, pos)) != std::string::npos) {
+    if (pos > 0 && text[pos - 1] != '\n') {
+      ++pos;
+      continue;
+    }
     auto end = text.find('\n', pos);
     auto line = text.substr(pos, end - pos);
     if (line.find(must_contain) != std::string::npos) return line;
@@ -51,7 +57,7 @@ TEST(RequestMetrics, OtelNamesObserveTheAppsSeconds) {
   RequestMetrics m(config(MetricNames::knative_otel));
   m.record_proxy(201, 4.0);  // the client's view, queueing included: not in the 1.19 family
   m.record_app(201, 0.02);
-  m.set_queue_depth(3);
+  m.record_queue_depth(3);
   auto text = m.text();
   auto bucket = line_with(text, "kn_serving_invocation_duration_seconds_bucket{", "le=\"0.025\"");
   EXPECT_NE(bucket.find("http_response_status_code=\"201\""), std::string::npos) << text;
@@ -59,6 +65,51 @@ TEST(RequestMetrics, OtelNamesObserveTheAppsSeconds) {
   EXPECT_TRUE(line_with(text, "kn_serving_invocation_duration_seconds_count{", "").ends_with(" 1")) << text;
   EXPECT_TRUE(line_with(text, "kn_serving_queue_depth{", "").ends_with(" 3")) << text;
   EXPECT_EQ(text.find("revision_request_count"), std::string::npos);
+}
+
+// As queue-proxy's OpenTelemetry exporter writes them: each family labelled with its instrumentation scope,
+// the pod once, in target_info.
+TEST(RequestMetrics, OtelFamiliesCarryTheirScopeAndThePodIsInTargetInfo) {
+  auto c = config(MetricNames::knative_otel);
+  c.service_name = "svc";
+  RequestMetrics m(c);
+  m.record_app(200, 0.1);
+  auto text = m.text();
+  auto count = line_with(text, "kn_serving_invocation_duration_seconds_count{", "");
+  EXPECT_EQ(count,
+            "kn_serving_invocation_duration_seconds_count{http_response_status_code=\"200\",otel_scope_name=\"knative.dev/"
+            "serving/pkg/queue\",otel_scope_schema_url=\"\",otel_scope_version=\"\"} 1");
+  EXPECT_EQ(line_with(text, "target_info{", ""),
+            "target_info{container_name=\"queue-proxy\",k8s_namespace_name=\"ns\",k8s_pod_name=\"pod\","
+            "kn_configuration_name=\"cfg\",kn_revision_name=\"rev\",kn_service_name=\"svc\",service_instance_id=\"pod\","
+            "service_name=\"svc\"} 1");
+}
+
+// queue-proxy's gauge has no value, and so no line, until a request records one.
+TEST(RequestMetrics, QueueDepthIsServedOnceRecorded) {
+  RequestMetrics m(config(MetricNames::knative_otel));
+  EXPECT_EQ(m.text().find("kn_serving_queue_depth"), std::string::npos);
+  EXPECT_FALSE(m.queue_depth());
+  m.record_queue_depth(2);
+  m.record_queue_depth(1);
+  EXPECT_EQ(m.queue_depth(), 1);
+  EXPECT_TRUE(line_with(m.text(), "kn_serving_queue_depth{", "").ends_with(" 1"));
+}
+
+TEST(RequestMetrics, ProcessAndScrapeFamiliesComeWithTheOtelNames) {
+  RequestMetrics m(config(MetricNames::knative_otel));
+  m.text();
+  auto text = m.text();
+  for (const char* family : {"process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_open_fds ",
+                             "process_max_fds ", "process_start_time_seconds ", "process_virtual_memory_bytes ",
+                             "process_virtual_memory_max_bytes ", "process_network_receive_bytes_total "})
+    EXPECT_NE(line_with(text, family, ""), "") << family << "\n" << text;
+  EXPECT_GT(std::stod(line_with(text, "process_resident_memory_bytes ", "").substr(30)), 1e5);
+  EXPECT_EQ(line_with(text, "promhttp_metric_handler_requests_total{", "\"200\""),
+            "promhttp_metric_handler_requests_total{code=\"200\"} 1");  // the scrape before this one
+  auto legacy = RequestMetrics(config(MetricNames::knative_legacy)).text();
+  EXPECT_EQ(legacy.find("process_"), std::string::npos);
+  EXPECT_EQ(legacy.find("target_info"), std::string::npos);
 }
 
 TEST(RequestMetrics, BothFamiliesWhenAsked) {
