@@ -8,7 +8,7 @@
 # alternating for --rounds rounds; prints median rps and p99 of each, and the ratios down/up and stalled/up
 # (the issue's bar: a stopped collector costs less than 2 % of throughput, and nothing blocks: no errors,
 # p99 unchanged) and up/off (what sampling every request costs), plus the spans sluice dropped and
-# counted (:9090). Pinning: sluice CPU 0, app CPU 1, collector the last CPU, wrk the rest (4+ CPUs). Needs a quiet
+# counted (beside the request metrics, on the user-metrics port: every mode serves them, so all pay the same). Pinning: sluice CPU 0, app CPU 1, collector the last CPU, wrk the rest (4+ CPUs). Needs a quiet
 # machine: run it alone. Everything listens on 127.0.0.1 and is stopped on exit.
 set -euo pipefail
 
@@ -45,7 +45,7 @@ APP=$BIN_DIR/demo/sluice-demo-app
 [ -x "$SLUICE" ] && [ -x "$APP" ] || { echo "build first: cmake --build build/release --target sluice sluice_demo_app" >&2; exit 1; }
 
 APP_PORT=$BASE_PORT PROXY_PORT=$((BASE_PORT + 1)) ADMIN_PORT=$((BASE_PORT + 2)) METRICS_PORT=$((BASE_PORT + 3))
-STALLED_PORT=$((BASE_PORT + 4)) DOWN_PORT=$((BASE_PORT + 5))
+STALLED_PORT=$((BASE_PORT + 4)) DOWN_PORT=$((BASE_PORT + 5)) USER_METRICS_PORT=$((BASE_PORT + 6))
 CPUS=$(nproc)
 pin() { # pin CPUS CMD...: CPU 0 for sluice, 1 for the app, the rest for wrk (unpinned below 3 CPUs)
   local cpu=$1; shift
@@ -80,17 +80,19 @@ UP_PORT=$(sed -nE 's/.*"grpc_port": ([0-9]+).*/\1/p' "$WORK/collector.out" | hea
 [ -n "$UP_PORT" ] || { echo "the collector did not start" >&2; cat "$WORK/collector.out" >&2; exit 1; }
 
 start_sidecar() { # start_sidecar MODE
-  local obs='' prefix=()
+  local obs='{"requestMetrics":{"protocol":"prometheus"}}' prefix=()
+  local metrics='"requestMetrics":{"protocol":"prometheus"}'
   if [ "$PIN" = 1 ] && [ "$CPUS" -ge 3 ]; then prefix=(taskset -c 0); fi
   case $1 in
-    up) obs='{"tracing":{"protocol":"grpc","endpoint":"http://127.0.0.1:'$UP_PORT'","samplingRate":1}}' ;;
-    down) obs='{"tracing":{"protocol":"grpc","endpoint":"http://127.0.0.1:'$DOWN_PORT'","samplingRate":1}}' ;;
-    stalled) obs='{"tracing":{"protocol":"grpc","endpoint":"http://127.0.0.1:'$STALLED_PORT'","samplingRate":1}}' ;;
+    up) obs='{'$metrics',"tracing":{"protocol":"grpc","endpoint":"http://127.0.0.1:'$UP_PORT'","samplingRate":1}}' ;;
+    down) obs='{'$metrics',"tracing":{"protocol":"grpc","endpoint":"http://127.0.0.1:'$DOWN_PORT'","samplingRate":1}}' ;;
+    stalled) obs='{'$metrics',"tracing":{"protocol":"grpc","endpoint":"http://127.0.0.1:'$STALLED_PORT'","samplingRate":1}}' ;;
   esac
   env CONTAINER_CONCURRENCY=0 QUEUE_SERVING_PORT=$PROXY_PORT QUEUE_SERVING_TLS_PORT=0 USER_PORT=$APP_PORT \
       REVISION_TIMEOUT_SECONDS=300 SERVING_NAMESPACE=bench SERVING_CONFIGURATION=bench SERVING_REVISION=bench-1 \
       SERVING_POD=bench-pod SERVING_POD_IP=127.0.0.1 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=warn \
       SLUICE_WORKERS=1 SLUICE_LISTEN_ADDRESS=127.0.0.1 SLUICE_ADMIN_PORT=$ADMIN_PORT SLUICE_METRICS_PORT=$METRICS_PORT \
+      SLUICE_USER_METRICS_PORT=$USER_METRICS_PORT \
       SLUICE_DRAIN_QUIET_PERIOD_MS=0 OBSERVABILITY_CONFIG="$obs" \
       "${prefix[@]}" "$SLUICE" sidecar >"$WORK/sidecar-$1.log" 2>&1 &
   sidecar=$!
@@ -105,7 +107,7 @@ for round in $(seq "$ROUNDS"); do
     start_sidecar "$mode"
     pin "$load_cpus" wrk -t1 -c"$CONNECTIONS" -d"${WARMUP}s" "http://127.0.0.1:$PROXY_PORT/" >/dev/null  # warm-up
     report=$(pin "$load_cpus" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$PROXY_PORT/")
-    dropped=$(curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |
+    dropped=$(curl -s "http://127.0.0.1:$USER_METRICS_PORT/metrics" |
               awk '/^sluice_tracing_spans_dropped_total/ { n += $2 } END { print n + 0 }')
     read -r rps p50 p99 requests errors < <(awk -f "$ROOT/bench/parse_wrk.awk" <<<"$report")
     echo "$mode $round $rps $p50 $p99 $requests $errors $dropped" >>"$WORK/runs"

@@ -1,5 +1,7 @@
 // A histogram of fixed upper bounds (OpenTelemetry's explicit buckets: a value lands in the first bucket
-// whose bound is >= it) that any thread records into with two relaxed atomic adds and one on the sum.
+// whose bound is >= it) that any thread records into with two relaxed atomic adds: its bucket's count, and
+// the sum kept as an integer of `1 / resolution` units (nanoseconds for seconds, bytes for bytes), which an
+// add takes without the compare-and-swap loop a double would need.
 #pragma once
 
 #include <atomic>
@@ -12,15 +14,17 @@ namespace sluice::metrics {
 
 class AtomicHistogram {
  public:
-  // `bounds` must outlive the histogram (the callers' are static).
-  explicit AtomicHistogram(std::span<const double> bounds)
-      : bounds_(bounds), counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds.size() + 1)) {}
+  // `bounds` must outlive the histogram (the callers' are static); values are >= 0.
+  AtomicHistogram(std::span<const double> bounds, double resolution)
+      : bounds_(bounds),
+        units_per_value_(1 / resolution),
+        counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds.size() + 1)) {}
 
   void observe(double v) {
     std::size_t i = 0;
     while (i < bounds_.size() && v > bounds_[i]) ++i;
     counts_[i].fetch_add(1, std::memory_order_relaxed);
-    sum_.fetch_add(v, std::memory_order_relaxed);
+    sum_.fetch_add(static_cast<std::uint64_t>(v * units_per_value_ + 0.5), std::memory_order_relaxed);
   }
 
   struct Snapshot {
@@ -37,15 +41,16 @@ class AtomicHistogram {
     Snapshot s;
     s.counts.reserve(bounds_.size() + 1);
     for (std::size_t i = 0; i <= bounds_.size(); ++i) s.counts.push_back(counts_[i].load(std::memory_order_relaxed));
-    s.sum = sum_.load(std::memory_order_relaxed);
+    s.sum = static_cast<double>(sum_.load(std::memory_order_relaxed)) / units_per_value_;
     return s;
   }
   std::span<const double> bounds() const { return bounds_; }
 
  private:
   std::span<const double> bounds_;
+  double units_per_value_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> counts_;
-  std::atomic<double> sum_{0};
+  std::atomic<std::uint64_t> sum_{0};
 };
 
 }  // namespace sluice::metrics

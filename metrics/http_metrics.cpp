@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -89,19 +90,14 @@ bool same(const SeriesKey& a, const SeriesKey& b) {
 }
 
 std::uint64_t hash(const SeriesKey& k) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  auto mix = [&h](std::uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ULL;
-  };
-  mix(k.method);
-  mix(static_cast<std::uint64_t>(k.version) << 8 | static_cast<std::uint64_t>(k.error) << 16 |
-      static_cast<std::uint64_t>(k.tls) << 24);
-  mix(static_cast<std::uint64_t>(k.status) << 32 | static_cast<std::uint32_t>(k.port));
-  for (char c : k.route_tag) mix(static_cast<unsigned char>(c));
-  mix(0xff);
-  for (char c : k.host) mix(static_cast<unsigned char>(c));
-  return h ^ (h >> 29);
+  const std::hash<std::string_view> h;
+  std::uint64_t v = static_cast<std::uint64_t>(k.method) | static_cast<std::uint64_t>(k.version) << 8 |
+                    static_cast<std::uint64_t>(k.error) << 16 | static_cast<std::uint64_t>(k.tls) << 24 |
+                    static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.status)) << 32;
+  v ^= static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.port)) * 0x9e3779b97f4a7c15ULL;
+  v ^= h(k.route_tag) + 0x9e3779b97f4a7c15ULL + (v << 6) + (v >> 2);
+  v ^= h(k.host) + 0x9e3779b97f4a7c15ULL + (v << 6) + (v >> 2);
+  return v ^ (v >> 29);
 }
 
 // One attribute set: its histograms (the client's use the first two).
@@ -114,9 +110,9 @@ struct Series {
   const std::string route_tag, host;  // what `key`'s views point at
   SeriesKey key;
   const bool overflow;
-  AtomicHistogram duration{kSeconds};
-  AtomicHistogram request_bytes{kBytes};
-  AtomicHistogram response_bytes{kBytes};
+  AtomicHistogram duration{kSeconds, 1e-9};
+  AtomicHistogram request_bytes{kBytes, 1};
+  AtomicHistogram response_bytes{kBytes, 1};
 };
 
 }  // namespace

@@ -120,7 +120,7 @@ AtomicHistogram& RequestMetrics::duration_series(int status) {
   if (auto* h = slot.load(std::memory_order_acquire)) return *h;
   std::lock_guard lock(create_mutex_);
   if (auto* h = slot.load(std::memory_order_relaxed)) return *h;
-  owned_durations_.push_back(std::make_unique<AtomicHistogram>(kDurationS));
+  owned_durations_.push_back(std::make_unique<AtomicHistogram>(kDurationS, 1e-9));
   slot.store(owned_durations_.back().get(), std::memory_order_release);
   return *owned_durations_.back();
 }

@@ -200,7 +200,7 @@ void Forwarding::count_app_exchange(Clock::time_point end, const CountedExchange
   auto& m = *worker_.shared.request_metrics;
   m.record_app(record_.status, seconds_between(upstream_start_, end));
   if (auto* http = m.http()) {
-    const bool head = head_at_ != Clock::time_point{};
+    const bool head = head_status_ != 0;
     http->record_client({.method = req_.method_string(),
                          .status = head_status_,
                          .error = head ? metrics::AppError::none : app_error(app_failure_),

@@ -24,9 +24,11 @@ asio::awaitable<error_code> Forwarding::receive_head() {
     }
     if (!is_interim(head->result_int())) {
       head_ = head;
-      head_at_ = Clock::now();
       head_status_ = static_cast<int>(head->result_int());
-      request_bytes_at_head_ = record_.request_bytes + in_hand_bytes_;
+      if (worker_.shared.request_metrics) {  // for http_client_*: no clock read otherwise
+        head_at_ = Clock::now();
+        request_bytes_at_head_ = record_.request_bytes + in_hand_bytes_;
+      }
       co_return error_code{};
     }
     if (head->result_int() == 100) continue;

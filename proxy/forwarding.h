@@ -81,8 +81,9 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   std::optional<BodySplice> request_splice_, response_splice_;
   const http::response_header<>* head_ = nullptr;
   Clock::time_point upstream_start_;
-  Clock::time_point head_at_{};  // the app's final response head came (zero: none did)
-  int head_status_ = 0;          // its status (head_ may be gone with up_ by the time it is counted)
+  int head_status_ = 0;          // the app's final response head's status (0: none came; head_ may be gone
+                                 // with up_ by the time the exchange is counted)
+  Clock::time_point head_at_{};  // when it came (with request metrics on)
   std::uint64_t request_bytes_at_head_ = 0;  // the body's bytes the app had been sent by then
   std::size_t in_hand_bytes_ = 0;            // a whole body sent with the head (noted once the head came)
   Failure app_failure_ = Failure::upstream;  // why no head came, when none did
