@@ -67,7 +67,7 @@ int run_sidecar(Args args) {
         metrics::RequestMetricsConfig{.pod = cfg.control.pod,
                                       .service = cfg.service,
                                       .names = cfg.metric_names,
-                                      .service_name = cfg.tracing.service_name,
+                                      .resource = cfg.metrics_push.resource,
                                       .app_port = cfg.proxy.upstream_port});
   }
   if (cfg.tracing.protocol != proxy::telemetry::ExportProtocol::none) {

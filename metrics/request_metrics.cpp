@@ -8,6 +8,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <map>
+
 #include "metrics/exposition.h"
 #include "metrics/histogram.h"
 #include "metrics/process_metrics.h"
@@ -77,16 +79,18 @@ RequestMetrics::RequestMetrics(const RequestMetricsConfig& c)
   }
   if (otel_) {
     http_ = std::make_unique<HttpMetrics>(c.app_port);
-    // queue-proxy's resource (sharedmain/otel.go), which its Prometheus exporter writes as target_info.
-    auto& t = impl_->target_info;
-    t.emplace_back("container_name", "queue-proxy");
-    t.emplace_back("k8s_namespace_name", c.pod.namespace_name);
-    t.emplace_back("k8s_pod_name", c.pod.pod);
-    if (!c.pod.configuration.empty()) t.emplace_back("kn_configuration_name", c.pod.configuration);
-    if (!c.pod.revision.empty()) t.emplace_back("kn_revision_name", c.pod.revision);
-    if (!c.service.empty()) t.emplace_back("kn_service_name", c.service);
-    t.emplace_back("service_instance_id", c.pod.pod);
-    t.emplace_back("service_name", c.service_name);
+    // The resource, as OpenTelemetry's Prometheus exporter writes it: target_info, each key a label whose
+    // characters other than [A-Za-z0-9_] are underscores (values of keys that then collide joined by ';').
+    std::map<std::string, std::string> labels;
+    for (const auto& [key, value] : c.resource) {
+      std::string name = key;
+      for (char& ch : name)
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_')) ch = '_';
+      if (!name.empty() && name[0] >= '0' && name[0] <= '9') name = "key_" + name;
+      auto [it, fresh] = labels.emplace(name, value);
+      if (!fresh) it->second += ";" + value;
+    }
+    impl_->target_info.assign(labels.begin(), labels.end());
   }
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "metrics/autoscaler_stat.h"
@@ -39,7 +40,8 @@ struct RequestMetricsConfig {
   PodIdentity pod;
   std::string service;
   MetricNames names = MetricNames::knative_legacy;
-  std::string service_name;    // the resource's service.name (OTEL_SERVICE_NAME, else service, ...)
+  // The resource of spans and pushed metrics (dotted OpenTelemetry keys), which target_info carries.
+  std::vector<std::pair<std::string, std::string>> resource;
   std::uint16_t app_port = 8080;  // the http_client_* families' server_port
 };
 

@@ -171,7 +171,8 @@ TEST(StatsOtel, UserMetricsAsQueueProxysExporterServesThem) {
   EXPECT_EQ(prometheus_value(text, "http_client_request_body_size_bytes_sum", "POST"), 5.0) << text;
   EXPECT_EQ(prometheus_value(text, "kn_serving_queue_depth"), 1.0) << text;
   EXPECT_NE(text.find("\nprocess_resident_memory_bytes "), std::string::npos) << text;
-  EXPECT_NE(text.find("target_info{container_name=\"queue-proxy\""), std::string::npos) << text;
+  EXPECT_NE(text.find("target_info{container_name=\"queue-proxy\",k8s_namespace_name=\"default\""), std::string::npos)
+      << text;
   EXPECT_EQ(text.find("revision_request_count"), std::string::npos);
 }
 

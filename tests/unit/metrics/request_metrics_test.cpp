@@ -68,10 +68,11 @@ TEST(RequestMetrics, OtelNamesObserveTheAppsSeconds) {
 }
 
 // As queue-proxy's OpenTelemetry exporter writes them: each family labelled with its instrumentation scope,
-// the pod once, in target_info.
-TEST(RequestMetrics, OtelFamiliesCarryTheirScopeAndThePodIsInTargetInfo) {
+// the resource once, in target_info (dots in its keys as underscores).
+TEST(RequestMetrics, OtelFamiliesCarryTheirScopeAndTheResourceIsInTargetInfo) {
   auto c = config(MetricNames::knative_otel);
-  c.service_name = "svc";
+  c.resource = {{"service.name", "svc"}, {"container.name", "queue-proxy"}, {"k8s.pod.name", "pod"},
+                {"telemetry.sdk.language", "cpp"}, {"a-b", "1"}, {"a.b", "2"}};
   RequestMetrics m(c);
   m.record_app(200, 0.1);
   auto text = m.text();
@@ -80,9 +81,8 @@ TEST(RequestMetrics, OtelFamiliesCarryTheirScopeAndThePodIsInTargetInfo) {
             "kn_serving_invocation_duration_seconds_count{http_response_status_code=\"200\",otel_scope_name=\"knative.dev/"
             "serving/pkg/queue\",otel_scope_schema_url=\"\",otel_scope_version=\"\"} 1");
   EXPECT_EQ(line_with(text, "target_info{", ""),
-            "target_info{container_name=\"queue-proxy\",k8s_namespace_name=\"ns\",k8s_pod_name=\"pod\","
-            "kn_configuration_name=\"cfg\",kn_revision_name=\"rev\",kn_service_name=\"svc\",service_instance_id=\"pod\","
-            "service_name=\"svc\"} 1");
+            "target_info{a_b=\"1;2\",container_name=\"queue-proxy\",k8s_pod_name=\"pod\",service_name=\"svc\","
+            "telemetry_sdk_language=\"cpp\"} 1");
 }
 
 // queue-proxy's gauge has no value, and so no line, until a request records one.
