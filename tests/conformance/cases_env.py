@@ -172,7 +172,7 @@ start_case("env_v1_17_environment_starts", {
     "TRACING_CONFIG_BACKEND": "none", "TRACING_CONFIG_ZIPKIN_ENDPOINT": "", "TRACING_CONFIG_DEBUG": "false",
     "TRACING_CONFIG_SAMPLE_RATE": "0.1", "ENABLE_PROFILING": "false", "METRICS_COLLECTOR_ADDRESS": ""},
     doc="the environment a v1.17 reconciler injected")
-start_case("env_unknown_variables_ignored", {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "K_SINK": "http://x",
+start_case("env_unknown_variables_ignored", {"KUBERNETES_SERVICE_HOST": "127.0.0.9", "K_SINK": "http://x",
                                              "QUEUE_PROXY_FUTURE_KNOB": "on", "HTTP_PROXY": "http://127.0.0.1:9"})
 
 

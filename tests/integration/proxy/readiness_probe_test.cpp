@@ -248,7 +248,7 @@ struct SelfSigned {
 // system's roots (SSL_CERT_FILE honoured) and must name the probe's host.
 TEST(ReadinessProbe, HttpsProbeVerifiesTheAppsCertificateAsQueueProxy) {
   if (run_command({"openssl", "version"}).exit_code != 0) GTEST_SKIP() << "no openssl tool";
-  SelfSigned loopback("127.0.0.1"), elsewhere("10.1.2.3");
+  SelfSigned loopback("127.0.0.1"), elsewhere("127.0.0.2");  // served on 127.0.0.1: the name does not match
   for (const auto* pair : {&loopback, &elsewhere}) {
     PythonPeer app({"/usr/bin/python3", HTTP_PROBE_TARGET, "--cert", pair->cert(), "--key", pair->key()});
     auto probe = R"({"httpGet":{"path":"/","port":)" + std::to_string(app.port) +
