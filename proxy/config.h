@@ -38,11 +38,12 @@ struct Timeouts {
   // An app connection idle in the pool this long is closed (Go's http.Transport, which queue-proxy
   // uses, closes them after 90 s; nginx's upstream keepalive_timeout is 60 s); 0 = kept until used.
   Millis upstream_idle{Seconds(90)};
-  Millis drain_in_flight{Seconds(60)};  // longest wait for in-flight exchanges at shutdown
   Millis drain_quiet_period{Seconds(30)};  // draining ends this long after the last ordinary request
-  // An idle keep-alive connection at shutdown stays open this long for a request already on its way
-  // (served with Connection: close) instead of being closed under the client's next request.
-  Millis drain_idle_close{100};
+  // At shutdown, a keep-alive connection between requests stays open until this long after its last
+  // answer (or its accept), for a request already on its way, served with Connection: close. A client
+  // under load sends its next request at once, but a busy machine can hold it back for a good part of a
+  // second; a connection idle longer than this is closed at once, as Go and nginx close idle ones.
+  Millis drain_idle_close{Seconds(1)};
 };
 
 // SERVING_READINESS_PROBE: how the user container's readiness is checked for health checks.

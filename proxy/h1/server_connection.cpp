@@ -75,13 +75,12 @@ Connection::~Connection() { worker_.connections.erase(this); }
 
 void Connection::close_when_idle() {
   if (!awaiting_request_) return;  // the exchange in progress ends the connection
-  auto grace = worker_.config.timeouts.drain_idle_close;
-  if (grace.count() <= 0 && down_buffer_.size() == 0) {
+  close_idle_at_ = phase_start_ + worker_.config.timeouts.drain_idle_close;
+  if (close_idle_at_ <= Clock::now() && down_buffer_.size() == 0) {
     error_code ec;
     down_.cancel(ec);
     return;
   }
-  close_idle_at_ = Clock::now() + grace;
   watchdog_.rearm();
 }
 
@@ -118,10 +117,10 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
     header_expired_ = false;
     phase_start_ = Clock::now();
     watchdog_.rearm();
-    // Shutting down: a keep-alive client may already be sending its next request; wait briefly for it.
+    // Shutting down: a keep-alive client may already be sending its next request; wait a while for it.
     if (worker_.draining) {
       if (worker_.config.timeouts.drain_idle_close.count() <= 0 && down_buffer_.size() == 0 && !watching_) break;
-      close_idle_at_ = std::min(close_idle_at_, Clock::now() + worker_.config.timeouts.drain_idle_close);
+      close_idle_at_ = phase_start_ + worker_.config.timeouts.drain_idle_close;
       watchdog_.rearm();
     }
     // The previous exchange's watch may still be reading: its bytes are this request's first.
