@@ -164,26 +164,40 @@ run_demo() {
   wait -n "${pids[@]}"
 }
 
+# Each phase of `test` says when it starts, so a slow CI run shows where its minutes went.
+phase() { printf '\n== %s (at %d min %02d s)\n' "$1" $((SECONDS / 60)) $((SECONDS % 60)); }
+
 run_tests() {
+  phase "dependencies"
   deps
+  phase "release build"
   build release
+  phase "release suite"
   ctest --preset release
+  phase "asan build"
   build asan
+  phase "asan suite"
   ctest --preset asan
   # TSan (the whole suite, two tests at a time): SLUICE_TEST_TSAN=1. Not in CI's default run: on a fresh
   # 2-core machine its build and suite add about 15 minutes, which takes CI past its 45 (README).
   if [ "${SLUICE_TEST_TSAN:-0}" = 1 ]; then
+    phase "tsan build"
     build tsan
+    phase "tsan suite"
     ctest --preset tsan
   fi
   # libFuzzer targets: each replays its corpus, then fuzzes for SLUICE_FUZZ_SECONDS (30 s; see README).
+  phase "fuzz build"
   build fuzz
+  phase "fuzz targets"
   ctest --preset fuzz
   # Last, as it is the slowest: build the container image and run it (SLUICE_IMAGE_TEST=0 leaves it out).
   if [ "${SLUICE_IMAGE_TEST:-1}" != 0 ]; then
+    phase "image"
     deps image
     ctest --preset image
   fi
+  phase "done"
 }
 
 case "${1:-}" in
