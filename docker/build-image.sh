@@ -7,11 +7,18 @@
 #   docker/build-image.sh --base       only makes the base image (when missing)
 #   SLUICE_REFRESH_BASE=1 docker/build-image.sh    rebuilds the base image first
 #   SLUICE_IMAGE_TARGET=scaler docker/build-image.sh localhost/sluice-autoscaler:dev    the KEDA scaler image
+#   docker/build-image.sh --binary PATH [TAG]   the sidecar image around a sluice binary already built on this
+#       Debian 12 host (the image test's default: nothing compiled twice): docker/rootfs.sh runs here, then the
+#       Dockerfile's own final stage, with its root filesystem taken from here instead of the build stage
 # Prints the image's tag and uncompressed size last. Installs podman, runc and mmdebstrap when missing.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-base_only=0
+base_only=0 binary=
 [ "${1:-}" = --base ] && { base_only=1; shift; }
+if [ "${1:-}" = --binary ]; then
+  binary=$(realpath "${2:?--binary: which binary?}")
+  shift 2
+fi
 tag=${1:-localhost/sluice:dev}
 cache=${SLUICE_IMAGE_CACHE:-/var/tmp/sluice-image}
 
@@ -31,6 +38,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ -n "$binary" ]; then
+  work=$(mktemp -d /tmp/sluice-image-build.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+  bash "$repo/docker/rootfs.sh" "$binary" "$work/rootfs" >/dev/null
+  # The Dockerfile's final stage, from its FROM to the end, with the build stage's /rootfs replaced by this one.
+  awk 'toupper($1) == "FROM" && $NF == "sidecar" { on = 1 } on' "$repo/docker/Dockerfile" |
+    sed 's|^COPY --from=build /rootfs/ /$|COPY rootfs/ /|' >"$work/Containerfile"
+  grep -qx 'COPY rootfs/ /' "$work/Containerfile" ||
+    { say "docker/Dockerfile's sidecar stage no longer copies /rootfs/ from the build stage"; exit 1; }
+  say "building $tag around $binary (docker/Dockerfile's sidecar stage)"
+  podman "${podman_flags[@]}" build --pull=never "${container_flags[@]}" -f "$work/Containerfile" -t "$tag" "$work" >&2
+  size=$(podman image inspect --format '{{.Size}}' "$tag")
+  say "$tag: $size bytes uncompressed"
+  echo "$tag $size"
+  exit 0
 fi
 
 # The builder stage's base: whatever tag the Dockerfile's first FROM names (debian:bookworm).

@@ -27,6 +27,8 @@ PACKAGES=(
   # The fuzz preset: Debian's clang 14 and its libFuzzer/sanitizer runtimes (a Recommends, so named here).
   clang libclang-rt-14-dev
   curl openssl procps iproute2 coreutils
+  # mount(8): the conformance suite re-roots itself in a chroot, where '/' is not a mount point.
+  mount
   nginx-light wrk nghttp2-client
   runc busybox-static
   kubernetes-client

@@ -3,4 +3,9 @@
 # Every case in private network namespaces, on queue-proxy's real ports, with the environment Knative injects.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# In a chroot (../shared/tools/fresh-debian) '/' is not a mount point and `unshare --mount --propagation
+# private` fails: re-run under a bind-mounted root, as the image stage does (tests/image/lib.sh).
+note_prefix=conformance
+. "$here/../image/lib.sh"
+reroot_if_chroot "$here/run_against_sluice.sh" "$@"
 exec "$here/run.sh" "$1" sluice "$2"

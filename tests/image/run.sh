@@ -5,12 +5,17 @@
 # request (plain, and over TLS with a mounted certificate pair), the K-Network-Probe answers, the :9090
 # Stat protobuf under load, and that SIGTERM drains (a streaming response completes, health checks fail)
 # and the container exits 0.
-#   tests/image/run.sh DEMO_APP_BINARY        (root; ctest: ctest --preset image)
+#   tests/image/run.sh DEMO_APP_BINARY [SLUICE_BINARY]    (root; ctest: ctest --preset image)
+# With SLUICE_BINARY (what ctest passes: the release build's), the image is docker/Dockerfile's sidecar stage
+# around that binary (docker/build-image.sh --binary), so nothing is compiled twice; without it, or with
+# SLUICE_IMAGE_FROM_DOCKERFILE=1, the whole Dockerfile builds, its build stage compiling sluice.
 #   SLUICE_IMAGE=TAG tests/image/run.sh ...    tests an image already built instead of building one
 # Exit 77 (ctest: skipped) with the reason when this machine cannot run containers.
 # Every port is picked by the kernel and read back from the logs; all traffic stays on 127.0.0.1.
 set -euo pipefail
-demo=${1:?usage: tests/image/run.sh DEMO_APP_BINARY}
+demo=${1:?usage: tests/image/run.sh DEMO_APP_BINARY [SLUICE_BINARY]}
+prebuilt=${2:-}
+[ "${SLUICE_IMAGE_FROM_DOCKERFILE:-0}" = 1 ] && prebuilt=
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 self=$repo/tests/image/run.sh
 
@@ -43,7 +48,11 @@ if [ -z "${SLUICE_IMAGE:-}" ]; then
   if ! out=$(podman "${run_flags[@]}" run --rm --network=host "${ulimits[@]}" "$base" true 2>&1); then
     skip "podman + runc cannot start a container on this machine: $out"
   fi
-  "$repo/docker/build-image.sh" "$tag" >/dev/null
+  if [ -n "$prebuilt" ]; then
+    "$repo/docker/build-image.sh" --binary "$prebuilt" "$tag" >/dev/null
+  else
+    "$repo/docker/build-image.sh" "$tag" >/dev/null
+  fi
 fi
 build_seconds=$((SECONDS - started))
 size=$(podman image inspect --format '{{.Size}}' "$tag")

@@ -53,11 +53,12 @@ TEST(Timeouts, ResponseStartTimeoutIs504) {
   Backend backend;
   Sidecar sidecar(SidecarOptions{.user_port = backend.port,
                                  .env = {{"REVISION_RESPONSE_START_TIMEOUT_SECONDS", "1"}}});
-  auto r = curl({"-w", " %{http_code} %{time_total}", sidecar.url("/delay/5000")});
+  // The app would answer after 30 s: an answer well before that is the timeout's, however busy the machine.
+  auto r = curl({"-w", " %{http_code} %{time_total}", sidecar.url("/delay/30000")});
   EXPECT_NE(r.out.find("request timeout\n 504"), std::string::npos) << r.out;
   double t = std::stod(r.out.substr(r.out.rfind(' ') + 1));
   EXPECT_GE(t, 0.9);
-  EXPECT_LT(t, 3.0);
+  EXPECT_LT(t, 20.0);
   // A response that starts in time is not affected.
   EXPECT_EQ(curl({sidecar.url("/delay/100")}).out, "delayed 100\n");
 }
@@ -81,16 +82,16 @@ TEST(Timeouts, RequestTimeoutCutsAResponseThatAlreadyStarted) {
 TEST(Timeouts, IdleTimeoutCutsAStalledResponse) {
   Backend backend;
   Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"REVISION_IDLE_TIMEOUT_SECONDS", "1"}}});
-  // 300 ms between chunks keeps the response alive; 2500 ms stalls it past the idle timeout.
+  // 300 ms between chunks keeps the response alive; 20 s stalls it past the idle timeout.
   auto ok = curl({sidecar.url("/slow-body/5/300")});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("chunk 4\n"), std::string::npos);
-  auto r = curl({"-w", " %{http_code} %{time_total}", sidecar.url("/slow-body/3/2500")});
+  auto r = curl({"-w", " %{http_code} %{time_total}", sidecar.url("/slow-body/3/20000")});
   EXPECT_NE(r.exit_code, 0);  // cut: the response head arrived, the body never completed
   EXPECT_EQ(r.out.find("chunk 1\n"), std::string::npos) << r.out;
   auto code_pos = r.out.rfind(" 200 ");
   ASSERT_NE(code_pos, std::string::npos) << r.out;
-  EXPECT_LT(std::stod(r.out.substr(code_pos + 5)), 2.4) << r.out;  // before the second chunk was due
+  EXPECT_LT(std::stod(r.out.substr(code_pos + 5)), 15.0) << r.out;  // well before the second chunk was due
 }
 
 TEST(Timeouts, IdleTimeoutBeforeAnyResponseIs504) {
@@ -104,10 +105,10 @@ TEST(Timeouts, SlowClientHeaderIsClosed) {
   Backend backend;
   Sidecar sidecar(SidecarOptions{.user_port = backend.port, .flags = {"--client-header-timeout-seconds=1"}});
   auto start = std::chrono::steady_clock::now();
-  auto out = raw_exchange(sidecar.port, "GET / HTTP/1.1\r\nHost: x\r\n", std::chrono::seconds(5));
+  auto out = raw_exchange(sidecar.port, "GET / HTTP/1.1\r\nHost: x\r\n", std::chrono::seconds(30));
   auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(out, "");
-  EXPECT_LT(took, std::chrono::seconds(3));  // closed by sluice, not by the 5 s read limit here
+  EXPECT_LT(took, std::chrono::seconds(20));  // closed by sluice, not by the 30 s read limit here
 }
 
 }  // namespace
@@ -123,14 +124,14 @@ void expect_client_gone_is_499(const std::vector<std::string>& protocol_flags, c
   Sidecar sidecar(SidecarOptions{.user_port = backend.port, .env = {{"SERVING_ENABLE_REQUEST_LOG", "true"}}});
   auto start = std::chrono::steady_clock::now();
   std::vector<std::string> args = protocol_flags;
-  args.insert(args.end(), {"--max-time", "1", "-H", "X-Request-Id: " + id, sidecar.url("/delay/4000")});
+  args.insert(args.end(), {"--max-time", "1", "-H", "X-Request-Id: " + id, sidecar.url("/delay/30000")});
   auto r = curl(args);
   EXPECT_EQ(r.exit_code, 28) << r.err;  // curl: operation timed out
-  auto line = sidecar.process->wait_for_line("\"requestId\":\"" + id + "\"", std::chrono::seconds(6));
+  auto line = sidecar.process->wait_for_line("\"requestId\":\"" + id + "\"", std::chrono::seconds(25));
   ASSERT_TRUE(line) << "no request log line";
   auto logged_after = std::chrono::steady_clock::now() - start;
   EXPECT_NE(line->find("\"status\":499"), std::string::npos) << *line;
-  EXPECT_LT(logged_after, std::chrono::milliseconds(3000)) << "the exchange waited for the app";
+  EXPECT_LT(logged_after, std::chrono::seconds(20)) << "the exchange waited for the app (it answers at 30 s)";
   // The sidecar keeps serving.
   std::vector<std::string> again = protocol_flags;
   again.push_back(sidecar.url("/"));
