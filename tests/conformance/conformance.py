@@ -65,11 +65,19 @@ def shard_main(a):
             sys.exit(2)
     cases = [c for c in harness.load_cases() if c.shard == a.shard and selected(a, c)]
     tmp = tempfile.mkdtemp(prefix=f"conformance-{a.shard}-")
+    try:
+        etc_overlay = harness.ensure_localhost(tmp)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("@@" + json.dumps({"fatal": f"cannot make localhost resolve in the new namespace: {e}"}), flush=True)
+        sys.exit(2)
     world = harness.World(a.flavor, a.binary, a.app_binary, tmp)
     try:
         harness.run_shard(world, cases, lambda r: print("@@" + json.dumps(r), flush=True))
     finally:
         world.close()
+        if etc_overlay:
+            subprocess.run(["umount", "-l", "/etc"], capture_output=True)
+            subprocess.run(["umount", "-l", etc_overlay], capture_output=True)
         if not a.keep:
             subprocess.run(["umount", "-l", os.path.join(tmp, "overlay")], capture_output=True)
             shutil.rmtree(tmp, ignore_errors=True)

@@ -174,6 +174,34 @@ def wait_for(fn, timeout, what, interval=0.05):
         time.sleep(interval)
 
 
+def ensure_localhost(tmp):
+    """In this shard's private mount namespace, makes `localhost` resolve as it does in a pod (the kubelet
+    writes /etc/hosts). A bare chroot has no /etc/hosts: there, an overlay on /etc holds one, so the
+    machine's own /etc is never written. Returns the overlay's scratch directory to unmount, or None."""
+    try:
+        socket.getaddrinfo("localhost", None)
+        return None
+    except socket.gaierror:
+        pass
+    hosts = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+    if os.path.exists("/etc/hosts"):
+        path = os.path.join(tmp, "hosts")
+        with open(path, "w") as f:
+            f.write(hosts)
+        subprocess.run(["mount", "--bind", path, "/etc/hosts"], check=True, capture_output=True)
+        return None
+    base = os.path.join(tmp, "etc-overlay")
+    os.makedirs(base, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", base], check=True, capture_output=True)
+    os.makedirs(f"{base}/u")
+    os.makedirs(f"{base}/w")
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o", f"lowerdir=/etc,upperdir={base}/u,workdir={base}/w",
+                    "/etc"], check=True, capture_output=True)
+    with open("/etc/hosts", "w") as f:
+        f.write(hosts)
+    return base
+
+
 def port_open(port, host="127.0.0.1"):
     try:
         socket.create_connection((host, port), timeout=1).close()
