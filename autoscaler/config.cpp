@@ -17,7 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr double kTargetMin = 0.01;  // Knative's autoscaling.TargetMin
 constexpr auto kWindowMin = 6s;      // autoscaling.WindowMin
 constexpr auto kWindowMax = 1h;      // autoscaling.WindowMax
 constexpr std::string_view kKpaClass = "kpa.autoscaling.knative.dev";

@@ -14,6 +14,8 @@
 
 namespace sluice::autoscaler {
 
+inline constexpr double kTargetMin = 0.01;  // Knative's autoscaling.TargetMin: the least target a pod can have
+
 enum class ScalingMetric { concurrency, rps };
 
 struct AutoscalerConfig {

@@ -5,11 +5,6 @@
 #include <cmath>
 
 namespace sluice::autoscaler {
-namespace {
-
-constexpr double kTargetMin = 0.01;
-
-}  // namespace
 
 DeciderSpec decider_spec(const AutoscalerConfig& c) {
   DeciderSpec s;

@@ -19,7 +19,7 @@ constexpr std::array<double, 14> kSeconds = {0.005, 0.01, 0.025, 0.05, 0.075, 0.
                                              0.5,   0.75, 1,     2.5,  5,     7.5, 10};
 constexpr std::array<double, 15> kBytes = {0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000};
 
-constexpr std::string_view kScopeName = "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp";
+constexpr std::string_view kHttpScopeName = "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp";
 constexpr std::string_view kScopeVersion = "0.69.0";  // what queue-proxy v1.23 vendors
 
 // otelhttp's standardizeHTTPMethod: the nine methods (in any case) by name, the rest _OTHER.
@@ -217,7 +217,7 @@ struct SeriesLabels {
 void label_series(const Series& s, bool client, std::string_view app_port, SeriesLabels& out) {
   auto& l = out.labels;
   if (s.overflow) {
-    l = {{"otel_metric_overflow", "true"}, {"otel_scope_name", kScopeName}, {"otel_scope_schema_url", ""},
+    l = {{"otel_metric_overflow", "true"}, {"otel_scope_name", kHttpScopeName}, {"otel_scope_schema_url", ""},
          {"otel_scope_version", kScopeVersion}};
   } else {
     const auto& k = s.key;
@@ -230,7 +230,7 @@ void label_series(const Series& s, bool client, std::string_view app_port, Serie
     l.emplace_back("kn_route_tag", k.route_tag);
     l.emplace_back("network_protocol_name", "http");
     l.emplace_back("network_protocol_version", kVersions[static_cast<std::size_t>(k.version)]);
-    l.emplace_back("otel_scope_name", kScopeName);
+    l.emplace_back("otel_scope_name", kHttpScopeName);
     l.emplace_back("otel_scope_schema_url", "");
     l.emplace_back("otel_scope_version", kScopeVersion);
     if (client) {

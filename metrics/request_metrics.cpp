@@ -23,7 +23,7 @@ const prometheus::Histogram::BucketBoundaries kLatencyMs = {
 // queue-proxy >= 1.19's bounds of kn.serving.invocation.duration (OpenTelemetry's HTTP duration buckets).
 constexpr std::array<double, 14> kDurationS = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
                                                0.5,   0.75, 1,     2.5,  5,     7.5, 10};
-constexpr std::string_view kScopeName = "knative.dev/serving/pkg/queue";
+constexpr std::string_view kQueueScopeName = "knative.dev/serving/pkg/queue";
 
 std::string code_class(int status) { return std::to_string(status / 100) + "xx"; }
 
@@ -174,7 +174,7 @@ std::vector<DurationPoint> RequestMetrics::durations() const {
 // a C++ process has no Go runtime to describe).
 void RequestMetrics::write_otel(std::string& out) const {
   http_->write(out);
-  const std::array<Label, 3> scope = {Label{"otel_scope_name", kScopeName}, Label{"otel_scope_schema_url", ""},
+  const std::array<Label, 3> scope = {Label{"otel_scope_name", kQueueScopeName}, Label{"otel_scope_schema_url", ""},
                                       Label{"otel_scope_version", ""}};
   bool any = false;
   for (std::size_t status = 0; status < durations_.size(); ++status) {

@@ -41,6 +41,13 @@ asio::awaitable<void> refuse_http1(tcp::socket& socket) {
   socket.shutdown(tcp::socket::shutdown_both, ignore);
 }
 
+// A failed HTTP/2 preface: the server preface, GOAWAY PROTOCOL_ERROR, then close.
+asio::awaitable<void> refuse_bad_preface(tcp::socket& socket) {
+  co_await asio::async_write(socket, asio::buffer(h2::bad_preface_answer()), use_nothrow);
+  error_code ignore;
+  socket.shutdown(tcp::socket::shutdown_both, ignore);
+}
+
 }  // namespace
 
 asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
@@ -53,6 +60,7 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
     co_return;
   }
   const auto preface = h2::kClientPreface;
+  const auto pri_line = preface.substr(0, preface.find('\n') + 1);  // "PRI * HTTP/2.0\r\n"
   // Peek, not read: an HTTP/1.1 client's bytes stay in the socket for the h1 codec.
   asio::steady_timer limit(socket.get_executor(), worker.config.timeouts.client_header);
   char head[64];
@@ -70,12 +78,11 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   }
   std::string_view seen(head, static_cast<std::size_t>(n));
   if (!preface.starts_with(seen.substr(0, std::min(seen.size(), preface.size())))) {
-    // On an h2c-only port, bytes that are not HTTP/1.x either are a failed HTTP/2 preface (GOAWAY); on a
-    // port that speaks both, HTTP/1.1 answers them (400), as RFC 9112 asks.
-    if (protocols == ProxyConfig::PlainProtocols::h2c && h2::is_bad_preface(seen)) {
-      co_await asio::async_write(socket, asio::buffer(h2::bad_preface_answer()), use_nothrow);
-      error_code ignore;
-      socket.shutdown(tcp::socket::shutdown_both, ignore);
+    // The preface's first line and then something else, or a first line that is not HTTP/1.x either, is a
+    // failed HTTP/2 preface, the only other protocol this port speaks: GOAWAY PROTOCOL_ERROR (RFC 9113 §3.4;
+    // h2spec 3.5/2).
+    if (seen.starts_with(pri_line) || h2::is_bad_preface(seen)) {
+      co_await refuse_bad_preface(socket);
       co_return;
     }
     if (protocols == ProxyConfig::PlainProtocols::h2c) {
@@ -102,6 +109,8 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   if (got == preface) {
     h2::Handover handover{.socket = Downstream(std::move(socket)), .initial_bytes = std::move(got)};
     co_await h2::serve(worker, handover, address, peer);
+  } else if (got.starts_with(pri_line)) {
+    co_await refuse_bad_preface(socket);  // "PRI * HTTP/2.0" and then not the rest of the preface
   } else if (protocols == ProxyConfig::PlainProtocols::h2c) {
     co_await refuse_http1(socket);
   } else {

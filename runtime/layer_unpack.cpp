@@ -16,6 +16,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "runtime/fd.h"
+
 namespace sluice::runtime {
 namespace {
 
@@ -23,24 +25,6 @@ constexpr std::size_t kBlock = 512;
 constexpr std::string_view kWhiteout = ".wh.";
 constexpr std::string_view kOpaque = ".wh..wh..opq";
 constexpr std::uint64_t kNoSize = ~std::uint64_t{0};
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    std::swap(fd_, o.fd_);
-    return *this;
-  }
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
 
 std::string errno_text(int e = errno) { return std::strerror(e); }
 

@@ -13,24 +13,12 @@
 #include <cstring>
 #include <mutex>
 
+#include "runtime/fd.h"
+
 namespace sluice::runtime {
 namespace {
 
 using Steady = std::chrono::steady_clock;
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 int remaining_ms(Steady::time_point until) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Steady::now()).count();

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # sluice's two entry points on a Debian 12 machine:
 #   scripts/dev.sh run    install what is missing, build, run `sluice gateway -- <demo app>` (cold, then warm requests)
-#   scripts/dev.sh test   install what is missing, build, run the whole suite (release, ASan+UBSan; with
-#                         SLUICE_TEST_TSAN=1 also TSan, with SLUICE_TEST_FUZZ=1 the fuzz targets), then
-#                         the image test
+#   scripts/dev.sh test   install what is missing, build, run the whole suite (release, ASan+UBSan, TSan;
+#                         with SLUICE_TEST_FUZZ=1 the fuzz targets too), then the image test
 # Other commands: build [preset], bench (see bench/README.md), deps [build|scaler|image] (`build`: only
 # what compiling the sluice binary needs; `scaler`: that plus gRPC, for sluice-autoscaler; `image`: what
 # building and testing the container image needs),
@@ -64,10 +63,12 @@ deps() {
   fi
 }
 
+# build [PRESET [TARGET...]]: the whole preset, or only the named targets.
 build() {
   local preset=${1:-release}
+  shift || true
   cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset"
+  cmake --build --preset "$preset" ${1:+--target "$@"}
 }
 
 # Ctrl-C reaches the gateway straight from the terminal (same process group), so the script does not
@@ -95,7 +96,7 @@ run_gateway_demo() {
   # SLUICE_SKIP_BUILD=1 with SLUICE_BIN/DEMO_APP_BIN: run what is built already (the script's own test).
   if [ "${SLUICE_SKIP_BUILD:-0}" != 1 ]; then
     deps
-    build release
+    build release sluice sluice_demo_app  # what it runs, not the tests
   fi
   local port=${PORT:-8080} admin=${ADMIN_PORT:-8079}
   local sluice=${SLUICE_BIN:-build/release/app/sluice} demo=${DEMO_APP_BIN:-build/release/demo/sluice-demo-app}
@@ -145,7 +146,7 @@ run_gateway_demo() {
 
 run_demo() {
   deps
-  build release
+  build release sluice sluice_demo_app
   local app_port=${APP_PORT:-8080} port=${PORT:-8012}
   pids=()
   trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
@@ -181,20 +182,20 @@ run_tests() {
   build asan
   phase "asan suite"
   ctest --preset asan
-  # TSan (the whole suite, two tests at a time): SLUICE_TEST_TSAN=1. Not in CI's default run: on a fresh
-  # 2-core machine its build and suite add about 15 minutes, which takes CI past its 45 (README).
-  if [ "${SLUICE_TEST_TSAN:-0}" = 1 ]; then
+  # TSan, the whole suite again (SLUICE_TEST_TSAN=0 leaves it out).
+  if [ "${SLUICE_TEST_TSAN:-1}" != 0 ]; then
     phase "tsan build"
     build tsan
     phase "tsan suite"
     ctest --preset tsan
   fi
   # Fuzzing (SLUICE_TEST_FUZZ=1): the libFuzzer targets, built with clang, each replay their corpus and then
-  # fuzz for SLUICE_FUZZ_SECONDS (30 s; see README). Not in CI's default run: the release and ASan suites
+  # fuzz for SLUICE_FUZZ_SECONDS per target (default 30; see README). Not in CI's default run: the release and ASan suites
   # above already replay every corpus (fuzz_replay.*), and the clang build and the fuzzing would take CI
   # past its 45 minutes.
   if [ "${SLUICE_TEST_FUZZ:-0}" = 1 ]; then
     phase "fuzz build"
+    cmake --preset fuzz -DSLUICE_FUZZ_SECONDS="${SLUICE_FUZZ_SECONDS:-30}" >/dev/null
     build fuzz
     phase "fuzz targets"
     ctest --preset fuzz

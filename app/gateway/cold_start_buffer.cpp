@@ -9,13 +9,6 @@
 #include "common/log.h"
 
 namespace sluice::app::gateway {
-namespace {
-
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-}  // namespace
 
 class Fleet::Hold {
  public:

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/ascii.h"
 #include "app/gateway/yaml_fields.h"
 #include "common/config_error.h"
 #include "runtime/sandbox_net.h"
@@ -141,11 +142,6 @@ bool feature_on(FeatureState state, const std::optional<bool>& opt_in) {
     case FeatureState::disabled: return false;
   }
   return false;
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 }  // namespace
@@ -402,7 +398,7 @@ void validate(GatewayConfig& g) {
       errors.add(base + ": the name may use only letters, digits, '-', '_' and '.'");
     if (!names.insert(s.name).second) errors.add(base + ": the name is used twice");
     for (auto& h : s.hosts) {
-      h = lower(h);
+      h = ascii_lower(h);
       if (!hosts.insert(h).second) errors.add(base + ".hosts: '" + h + "' is routed to another service too");
     }
     if (s.is_default) ++defaults;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "app/gateway/fleet.h"
+#include "common/ascii.h"
 #include "common/log.h"
 
 extern char** environ;
@@ -17,15 +18,6 @@ extern char** environ;
 namespace sluice::app::gateway {
 
 using namespace std::chrono_literals;
-
-namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-}  // namespace
 
 // Phases change on the control thread only, under the revision's mutex: here they are read without it.
 Revision* Fleet::primary(const std::string& name) {
@@ -40,8 +32,8 @@ void Fleet::reindex() {
   for (auto& s : services_) {
     if (s->phase != Phase::serving) continue;
     t->serving[s->config.name].push_back(Router::Target{s.get(), s->percent, s->tags});
-    for (const auto& h : s->config.hosts) t->hosts[lower(h)] = s->config.name;
-    for (const auto& tag : s->tags) t->tag_hosts[lower(tag + "-" + s->config.name + ".localhost")] = s.get();
+    for (const auto& h : s->config.hosts) t->hosts[ascii_lower(h)] = s->config.name;
+    for (const auto& tag : s->tags) t->tag_hosts[ascii_lower(tag + "-" + s->config.name + ".localhost")] = s.get();
   }
   t->default_service = default_name_;
   t->default_primary = primary(default_name_);

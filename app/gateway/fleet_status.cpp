@@ -56,6 +56,7 @@ json::object Fleet::status() const {
     o["refused_total"] = s->refused;
     o["cold_starts"] = s->cold_starts;
     o["crashes"] = s->crashes;
+    o["crash_streak"] = s->crash_streak;  // early crashes in a row: each doubles the restart delay
     o["validated"] = s->validated;
     if (s->last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(s->last_cold_start_ms * 10) / 10;
     if (!s->failed_reason.empty() && s->phase == Phase::serving) o["failed"] = s->failed_reason;

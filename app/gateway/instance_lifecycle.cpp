@@ -35,10 +35,6 @@ std::uint16_t free_port() {
   return port;
 }
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 std::string exit_description(const runtime::InstanceStatus& st) {
   if (st.reason == "OOMKilled" && st.memory_limit_bytes)
     return "OOMKilled (memory limit " + std::to_string(*st.memory_limit_bytes >> 20) + " MiB)";

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,11 @@ namespace sluice::app::gateway {
 
 namespace asio = boost::asio;
 using Clock = proxy::Clock;
+
+// Milliseconds from a to b, as the gateway logs and reports durations.
+inline double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 using proxy::error_code;
 using proxy::tcp;
 

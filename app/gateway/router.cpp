@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <random>
 
+#include "common/ascii.h"
+
 namespace sluice::app::gateway {
 
 std::string host_of(std::string_view host) {
@@ -11,9 +13,7 @@ std::string host_of(std::string_view host) {
     host = host.substr(0, colon);
   else if (auto bracket = host.find("]:"); bracket != std::string_view::npos)
     host = host.substr(0, bracket + 1);
-  std::string out(host);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+  return ascii_lower(host);
 }
 
 namespace {

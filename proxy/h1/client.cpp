@@ -18,8 +18,6 @@
 namespace sluice::proxy::h1 {
 namespace {
 
-constexpr std::size_t kIdleBufferBytes = 16 * 1024;  // a pooled connection keeps at most this much buffer
-
 // An idle connection the app has closed reads as EOF (or an error) without blocking; a live one has
 // nothing to read. One recv(MSG_PEEK) per reuse is far cheaper than a failed request.
 bool looks_alive(tcp::socket& s) {

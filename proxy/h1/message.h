@@ -12,6 +12,10 @@
 
 namespace sluice::proxy::h1 {
 
+// A connection at rest (a pooled upstream one, a client's between requests) keeps at most this much read
+// buffer; a larger one is given back.
+inline constexpr std::size_t kIdleBufferBytes = 16 * 1024;
+
 // How a body is delimited on the wire.
 enum class Framing { none, length, chunked, until_close };
 

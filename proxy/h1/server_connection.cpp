@@ -18,7 +18,6 @@ namespace sluice::proxy::h1 {
 namespace {
 
 constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
-constexpr std::size_t kIdleBufferBytes = 16 * 1024;
 // After an error answer that leaves request bytes unread, keep reading (and dropping) them for a
 // while, as nginx's lingering close does: closing with unread data sends a reset that can destroy
 // the answer before the client reads it.

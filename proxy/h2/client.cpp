@@ -7,6 +7,7 @@
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include "common/ascii.h"
 #include "proxy/field_value.h"
 #include "proxy/h2/client_connection.h"
 #include "proxy/headers.h"
@@ -230,7 +231,7 @@ FieldList upstream_request_fields(const UpstreamRequest& request) {
     FieldList list;
     std::string authority;
     void field(std::string_view name, std::string_view value) override {
-      std::string lower = lowercase(name);
+      std::string lower = ascii_lower(name);
       if (lower == "host") {
         authority.assign(value);
         return;

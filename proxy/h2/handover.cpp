@@ -1,13 +1,23 @@
 // Upgrade helpers; see handover.h.
 #include "proxy/h2/handover.h"
 
+#include "common/ascii.h"
+
 namespace sluice::proxy::h2 {
 
 bool is_bad_preface(std::string_view first_bytes) {
+  while (first_bytes.starts_with("\r\n")) first_bytes.remove_prefix(2);  // RFC 9112 §2.2: empty lines first
   auto eol = first_bytes.find("\r\n");
   if (eol == std::string_view::npos) return false;  // not a whole line yet: the h1 codec decides
-  auto line = first_bytes.substr(0, eol);
-  return line.find("HTTP/") == std::string_view::npos;
+  const auto line = ascii_lower(first_bytes.substr(0, eol));
+  if (line.find("http/") != std::string::npos) return false;  // a version, however malformed: HTTP/1.x's 4xx/505
+  // Without one, a request line still shows in its target: origin-form, asterisk-form or absolute-form.
+  auto sp = line.find_first_of(" \t");
+  if (sp == std::string::npos) return true;
+  auto target = std::string_view(line).substr(sp + 1);
+  while (!target.empty() && (target.front() == ' ' || target.front() == '\t')) target.remove_prefix(1);
+  return !(target.starts_with('/') || target.starts_with('*') || target.substr(0, target.find(' ')).find("://") !=
+                                                                        std::string_view::npos);
 }
 
 std::string_view bad_preface_answer() {

@@ -24,10 +24,11 @@ struct Handover {
   std::optional<UpgradeRequest> upgrade;
 };
 
-// Whether the first bytes of an h2c-only plain-port connection are neither the HTTP/2 preface nor an
-// HTTP/1.x request: a first line (ended by CRLF) without "HTTP/" in it. Such a client gets
-// bad_preface_answer() (RFC 9113 §3.4: an invalid preface is a connection error PROTOCOL_ERROR), not the
-// 505 an HTTP/1.x client gets there.
+// Whether the first bytes of a plain-port connection are neither the HTTP/2 preface nor an HTTP/1.x
+// request, however malformed: a first line (ended by CRLF; empty lines before it skipped) with no "HTTP/"
+// in any case and no request-target after its first word ("/…", "*", "scheme://…"), such as h2spec's
+// "INVALID CONNECTION PREFACE". Such a client gets bad_preface_answer() (RFC 9113 §3.4: an invalid
+// preface is a connection error PROTOCOL_ERROR); a malformed HTTP/1.x request line gets its 400 or 505.
 bool is_bad_preface(std::string_view first_bytes);
 // The server preface (an empty SETTINGS frame), then GOAWAY PROTOCOL_ERROR.
 std::string_view bad_preface_answer();

@@ -4,12 +4,6 @@
 #include "proxy/h2/server_session.h"
 
 namespace sluice::proxy::h2 {
-namespace {
-
-Session& self_of(void* p) { return *static_cast<Session*>(p); }
-
-}  // namespace
-
 int Session::on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* p) {
   auto& self = self_of(p);
   return self.guard_.frame(*hd) ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;  // fatal: end_abusive() follows

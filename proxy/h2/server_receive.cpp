@@ -8,11 +8,6 @@
 #include "proxy/field_value.h"
 
 namespace sluice::proxy::h2 {
-namespace {
-
-Session& self_of(void* p) { return *static_cast<Session*>(p); }
-
-}  // namespace
 
 Stream& Session::add_stream(std::int32_t id) {
   auto& s = streams_.emplace_back(*this, socket_.get_executor(), id);

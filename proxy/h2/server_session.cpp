@@ -21,8 +21,8 @@ namespace sluice::proxy::h2 {
 namespace {
 
 // Per-stream receive window: how much of a request body may wait in sluice for the app.
-constexpr std::int32_t kStreamWindow = 256 * 1024;
-constexpr std::int32_t kConnectionWindow = 4 * 1024 * 1024;
+constexpr std::int32_t kServerStreamWindow = 256 * 1024;
+constexpr std::int32_t kServerConnectionWindow = 4 * 1024 * 1024;
 
 }  // namespace
 
@@ -46,7 +46,7 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
   const auto& limits = worker_.config.limits;
   const std::vector<nghttp2_settings_entry> settings = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kServerStreamWindow)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits.max_header_bytes)},
   };
   const WireCallbacks callbacks{.on_begin_headers = &Session::on_begin_headers,
@@ -56,7 +56,7 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
                                 .on_stream_close = &Session::on_stream_close,
                                 .on_begin_frame = &Session::on_begin_frame,
                                 .on_invalid_frame = &Session::on_invalid_frame};
-  if (!wire_.start(Wire::Role::server, callbacks, this, settings, kConnectionWindow,
+  if (!wire_.start(Wire::Role::server, callbacks, this, settings, kServerConnectionWindow,
                    [this](nghttp2_option* opt) { guard_.configure(opt); }))
     return false;
   if (upgraded) {

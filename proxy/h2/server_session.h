@@ -41,6 +41,8 @@ class Session final : public ConnectionHandle {
   bool is_tls() const { return socket_.is_tls(); }
 
  private:
+  // nghttp2's user_data in the callbacks below: the session itself.
+  static Session& self_of(void* p) { return *static_cast<Session*>(p); }
   // nghttp2 callbacks.
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* f, void* self);
   static int on_header(nghttp2_session*, const nghttp2_frame* f, const uint8_t* name, size_t namelen,

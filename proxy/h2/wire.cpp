@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/ascii.h"
 #include "common/thread_cache.h"
 
 namespace sluice::proxy::h2 {
@@ -27,13 +28,6 @@ void* ng_realloc(void* block, std::size_t size, void*) { return std::realloc(blo
 nghttp2_mem pooled_mem{nullptr, &ng_malloc, &ng_free, &ng_calloc, &ng_realloc};
 
 }  // namespace
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 std::size_t SendQueue::append(asio::const_buffer data) {
   constexpr std::size_t kSmallestRing = 1024;  // served from malloc's per-thread cache (larger blocks are not)
@@ -140,7 +134,7 @@ ssize_t Wire::read_data(nghttp2_session* ng, std::int32_t id, uint8_t*, size_t l
       names.reserve(q.trailers.size());
       nva.reserve(q.trailers.size());
       for (const auto& [name, value] : q.trailers) {
-        names.push_back(lowercase(name));
+        names.push_back(ascii_lower(name));
         nva.push_back(nv(names.back(), value));
       }
       if (nghttp2_submit_trailer(ng, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;

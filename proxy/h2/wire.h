@@ -27,9 +27,6 @@ namespace sluice::proxy::h2 {
 
 class Wire;
 
-// HTTP/2 field names are lower case (RFC 9113 §8.2.1).
-std::string lowercase(std::string_view s);
-
 // A header field for nghttp2, pointing at `name` and `value` (which must outlive the submit call).
 inline nghttp2_nv nv(std::string_view name, std::string_view value) {
   return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),

@@ -44,8 +44,6 @@ bool is_map(const Value& v) {
   return v.type == Type::header || v.type == Type::values || v.type == Type::map || v.type == Type::nil_map;
 }
 
-[[noreturn]] void fail(const std::string& what) { throw EvalError(what); }
-
 bool equal(const Value& a, const Value& b) {
   const Kind ka = kind_of(a), kb = kind_of(b);
   if (ka != kb) {

@@ -15,8 +15,6 @@ namespace {
 constexpr int kMaxTemplateDepth = 1000;  // Go allows 100000 nested {{template}} calls; this stack is smaller
 constexpr int kMaxNesting = 5000;
 
-[[noreturn]] void fail(const std::string& what) { throw EvalError(what); }
-
 class Executor {
  public:
   Executor(const Program& p, Data& data, std::string& out)

@@ -108,6 +108,7 @@ class Scratch {
 struct EvalError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+[[noreturn]] inline void fail(const std::string& what) { throw EvalError(what); }
 
 // The Go type name of a value, as %T prints it.
 std::string_view type_name(const Value& v);

@@ -280,7 +280,7 @@ def otlp_metrics_host_port_endpoint_means_https(t):
 
 @case(Profile("otlp-metrics-grpc", lambda w: {"OBSERVABILITY_CONFIG": observability(requestMetrics={
     "protocol": "grpc", "endpoint": f"http://127.0.0.1:{w.otlp()[2]['grpc_port']}", "exportInterval": 1000000000})},
-    needs=("otlp",)))
+    needs=("python-otlp",)))
 def otlp_metrics_pushed_over_grpc(t):
     _, lines, _ = t.world.otlp()
     start = len(lines)

@@ -300,7 +300,7 @@ def grpc_profile(name, service=None):
     action = {"port": GRPC_APP}
     if service is not None:
         action["service"] = service
-    return Profile(name, probe_env({"grpc": action, "periodSeconds": 1, "timeoutSeconds": 1}), needs=("grpc",),
+    return Profile(name, probe_env({"grpc": action, "periodSeconds": 1, "timeoutSeconds": 1}), needs=("python-grpc",),
                    app="grpc")
 
 

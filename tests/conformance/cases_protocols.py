@@ -189,6 +189,22 @@ def malformed_header_line_is_400(t):
 
 
 @case(REC)
+@deliberate("a first line without an HTTP/1.x version is a failed HTTP/2 preface: sluice answers it as RFC 9113 "
+            "§3.4 asks (SETTINGS, GOAWAY PROTOCOL_ERROR; h2spec 3.5/2), so a prior-knowledge client learns why; "
+            "queue-proxy answers HTTP/1.1 400, which such a client cannot read")
+def invalid_h2_preface_is_goaway_protocol_error(t):
+    for first in (b"INVALID CONNECTION PREFACE\r\n\r\n", b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"):
+        c = clients.Conn()
+        try:
+            c.send(first)
+            got = c.read_to_eof()
+        finally:
+            c.close()
+        check(got[3:4] == b"\x04" and got[9 + 3:9 + 4] == b"\x07" and got[9 + 9 + 4:9 + 9 + 8] == b"\0\0\0\x01",
+              f"{first!r}: {got[:80]!r} is not SETTINGS then GOAWAY PROTOCOL_ERROR")
+
+
+@case(REC)
 @deliberate("sluice refuses a request with both Content-Length and Transfer-Encoding (request smuggling); "
             "queue-proxy drops Content-Length and proxies what follows as another request")
 def content_length_with_transfer_encoding_is_refused(t):
@@ -303,7 +319,7 @@ def h2c_upgrade_to_an_http1_app(t):
 # A gRPC service as Knative deploys it: the container port is named h2c, so the revision's serving port is 8013.
 GRPC = Profile("grpc-app", {"USER_PORT": str(GRPC_APP), "QUEUE_SERVING_PORT": "8013", "SERVING_READINESS_PROBE":
                             json.dumps({"tcpSocket": {"port": GRPC_APP, "host": "127.0.0.1"}, "successThreshold": 1})},
-               needs=("grpc",), app="grpc")
+               needs=("python-grpc",), app="grpc")
 H2C = 8013
 
 

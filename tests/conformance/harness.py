@@ -210,14 +210,7 @@ def port_open(port, host="127.0.0.1"):
         return False
 
 
-TOOLS = {
-    "curl": lambda: shutil.which("curl"),
-    "nghttp": lambda: shutil.which("nghttp"),
-    "openssl": lambda: shutil.which("openssl"),
-    "grpc": lambda: importlib.util.find_spec("grpc"),
-    "otlp": lambda: importlib.util.find_spec("grpc") and importlib.util.find_spec("google.protobuf")
-    and shutil.which("protoc"),
-}
+CAPABILITY_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support", "capability.sh")
 
 
 def _die_with_parent(new_session=False):
@@ -257,15 +250,18 @@ class World:
         from upstreams import Recorder
         self.recorder = Recorder(RECORDER)
 
-    def tool(self, name):
-        if name not in self._tools:
-            self._tools[name] = bool(TOOLS[name]())
-        return self._tools[name]
-
     def need(self, *names):
+        """Capabilities of the machine (tests/support/capability.sh probes them): a missing one skips the
+        case, or fails it where SLUICE_REQUIRED_CAPABILITIES declares the machine has it."""
         for n in names:
-            if not self.tool(n):
-                raise Skip(f"this machine lacks {n}")
+            if n not in self._tools:
+                r = subprocess.run(["bash", CAPABILITY_SH, n], capture_output=True, text=True, timeout=180)
+                self._tools[n] = (r.returncode, (r.stdout.strip() or r.stderr.strip()))
+            code, why = self._tools[n]
+            if code == 77:
+                raise Skip(why)
+            if code != 0:
+                raise AssertionError(why)
 
     def certs(self):
         if self._certs is None:
@@ -287,7 +283,7 @@ class World:
     @property
     def grpc(self):
         if self._grpc is None:
-            self.need("grpc")
+            self.need("python-grpc")
             from upstreams import GrpcApp
             self._grpc = GrpcApp(GRPC_APP)
         return self._grpc
@@ -295,7 +291,7 @@ class World:
     def otlp(self):
         """The gRPC/HTTP OTLP test collector (tests/support/otlp_receiver.py): (process, lines, ports)."""
         if self._otlp is None:
-            self.need("otlp")
+            self.need("python-otlp")
             here = os.path.dirname(os.path.abspath(__file__))
             receiver = os.path.join(here, "..", "support", "otlp_receiver.py")
             protos = os.path.join(here, "..", "..", "proxy", "telemetry", "proto")

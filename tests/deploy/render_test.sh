@@ -7,7 +7,11 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 kubectl=${1:-kubectl}
-command -v "$kubectl" >/dev/null || { echo "SKIP: no kubectl (apt-get install kubernetes-client)"; exit 77; }
+if [ "$kubectl" = kubectl ]; then
+  "$(dirname "$0")/../support/capability.sh" kubectl || exit $?
+else
+  command -v "$kubectl" >/dev/null || { echo "FAIL: $kubectl is not a command"; exit 1; }
+fi
 export KUBECONFIG=/dev/null
 work=$(mktemp -d /tmp/sluice-deploy-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT

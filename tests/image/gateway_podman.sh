@@ -12,12 +12,9 @@ self=$(cd "$(dirname "$0")" && pwd)/gateway_podman.sh
 note_prefix=gateway-podman
 . "$(dirname "$self")/lib.sh"
 
-[ "$(id -u)" = 0 ] || skip "needs root: podman and runc run rootful here"
-command -v podman >/dev/null || skip "podman missing (scripts/dev.sh deps image)"
-command -v runc >/dev/null || skip "runc missing"
-[ -x /bin/busybox ] || skip "/bin/busybox missing (apt-get install busybox-static)"
-
+need root  # podman and runc run rootful here
 reroot_if_chroot "$self" "$@"
+need podman  # podman running a busybox container under runc
 
 tag=localhost/sluice-gateway-test:$$
 work=$(mktemp -d /tmp/sluice-gateway-podman.XXXXXX)

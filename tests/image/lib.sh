@@ -1,6 +1,9 @@
 # Shared by the image-stage scripts (run.sh, gateway_podman.sh): sourced, after the script sets `note_prefix`.
 
 skip() { echo "SKIP: $*"; exit 77; }
+# need NAME...: goes on where this machine has each (tests/support/capability.sh probes it); otherwise exits
+# 77 (skipped), or 1 where SLUICE_REQUIRED_CAPABILITIES declares the machine has it; says why either way.
+need() { "$(dirname "${BASH_SOURCE[0]}")/../support/capability.sh" "$@" || exit $?; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "$note_prefix: $*"; }
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -65,10 +66,14 @@ int free_port() {
 std::string revision_of(Gateway& gw) { return curl({gw.url("/env/K_REVISION")}).out; }
 
 // h2load through the gateway for a bounded count (each request takes ≥ 15 ms at the app: ≥ 3.75 s), while
-// `change` happens; every request must succeed.
+// `change` happens; every request must succeed. running() says whether h2load is still sending: a test
+// checks it when its change took effect, so that the change really happened under load.
 struct LoadDuring {
   explicit LoadDuring(Gateway& gw) : gw_(gw) {
-    thread_ = std::thread([this] { result = run_command({"h2load", "--h1", "-n1000", "-c4", gw_.url("/delay/15")}, 90s); });
+    thread_ = std::thread([this] {
+      result = run_command({"h2load", "--h1", "-n1000", "-c4", gw_.url("/delay/15")}, 90s);
+      done_ = true;
+    });
     started = eventually([&] {
       try {
         return gw_.number("requests_total") > 20;
@@ -81,6 +86,7 @@ struct LoadDuring {
   ~LoadDuring() {
     if (thread_.joinable()) thread_.join();
   }
+  bool running() const { return !done_; }
   void finish() {
     thread_.join();
     EXPECT_EQ(h2load_count(result.out, "succeeded"), 1000) << result.out;
@@ -90,6 +96,7 @@ struct LoadDuring {
   Gateway& gw_;
   bool started = false;
   CommandResult result;
+  std::atomic<bool> done_{false};
   std::thread thread_;
 };
 
@@ -104,7 +111,7 @@ TEST(GatewayDevLoop, AConfigEditMakesARevisionAndTrafficMovesWithoutAFailedReque
   auto line = gw.process->wait_for_line("\"event\":\"revision.serving\"", 20s);
   ASSERT_TRUE(line) << gw.process->stdout_text();
   EXPECT_NE(line->find("web-00002"), std::string::npos) << *line;
-  EXPECT_TRUE(load.thread_.joinable());
+  EXPECT_TRUE(load.running()) << "the new revision took over only after the load had ended";
   load.finish();
   EXPECT_EQ(revision_of(gw), "web-00002\n");
   EXPECT_EQ(curl({gw.url("/env/V")}).out, "two\n");
@@ -128,6 +135,7 @@ TEST(GatewayDevLoop, AWatchedFileEditMakesARevisionUnderLoad) {
   auto line = gw.process->wait_for_line("\"event\":\"revision.serving\"", 20s);
   ASSERT_TRUE(line) << gw.process->stdout_text();
   EXPECT_NE(line->find("changed: src.txt"), std::string::npos) << *line;
+  EXPECT_TRUE(load.running()) << "the new revision took over only after the load had ended";
   load.finish();
   EXPECT_EQ(revision_of(gw), "web-00002\n");
 }
@@ -156,6 +164,7 @@ TEST(GatewayDevLoop, AFailedBuildKeepsTheOldRevisionServingUnderLoad) {
     auto failed = gw.process->wait_for_line("\"event\":\"build.failed\"", 20s);
     ASSERT_TRUE(failed) << gw.process->stdout_text();
     EXPECT_NE(failed->find("exited with code 1"), std::string::npos) << *failed;
+    EXPECT_TRUE(load.running()) << "the build failed only after the load had ended";
     load.finish();
   }
   EXPECT_EQ(revision_of(gw), "web-00001\n");
@@ -177,6 +186,7 @@ TEST(GatewayDevLoop, ARevisionThatCannotStartIsReportedAndTheOldOneKeepsServingU
     ASSERT_TRUE(failed) << gw.process->stdout_text();
     EXPECT_NE(failed->find("exited with code 3"), std::string::npos) << *failed;
     EXPECT_NE(failed->find("\"serving\":\"web-00001\""), std::string::npos) << *failed;
+    EXPECT_TRUE(load.running()) << "the revision failed only after the load had ended";
     load.finish();
   }
   EXPECT_EQ(revision_of(gw), "web-00001\n");

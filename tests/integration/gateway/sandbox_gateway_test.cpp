@@ -13,6 +13,7 @@
 #include <boost/json.hpp>
 
 #include "tests/integration/proxy/harness.h"
+#include "tests/support/capability.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::test {
@@ -135,9 +136,7 @@ bool all_undone(const std::vector<std::vector<std::string>>& leases, std::string
 class SandboxGateway : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "pods need root (network namespaces, veth)";
-    auto probe = run_command({"unshare", "--net", "true"});
-    if (probe.exit_code != 0) GTEST_SKIP() << "no network namespaces here: " << probe.err;
+    SLUICE_NEED("netns");  // pods: root, network namespaces and veth
   }
   // After each test: the gateway is gone, and so is everything its pods made.
   void expect_clean(int gateway_pid, const std::vector<std::vector<std::string>>& seen) {
@@ -292,7 +291,7 @@ TEST_F(SandboxGateway, AfterKill9ARestartedGatewayRemovesWhatTheKilledOneLeft) {
 // Not root (the gateway run as nobody): `auto` falls back to host-network instances and says so once;
 // `on` refuses to start, with the reason.
 TEST(SandboxGatewayFallback, WithoutPodsAutoRunsOnTheHostNetworkAndOnRefuses) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to drop to nobody";
+  SLUICE_NEED("root");  // to drop to nobody
   const std::vector<std::string> nobody = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
   auto argv = nobody;
   for (const char* a : {SLUICE_BIN, "gateway", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--status",

@@ -78,7 +78,7 @@ TEST_F(H2cUpstream, LargeBodiesStreamBothWaysFromHttp11AndHttp2Clients) {
     std::string out = upload + ".echo";
     auto r = curl({version, "--data-binary", "@" + upload, "-H", "Content-Type: application/octet-stream", "-o", out,
                    "-w", "%{http_code}", sidecar.url("/echo")},
-                  60);
+                  240);
     ASSERT_EQ(r.exit_code, 0) << version << r.err;
     EXPECT_EQ(r.out, "200") << version;
     EXPECT_TRUE(read_all(out) == read_all(upload)) << version << ": the echoed 20 MB differ";
@@ -88,12 +88,12 @@ TEST_F(H2cUpstream, LargeBodiesStreamBothWaysFromHttp11AndHttp2Clients) {
   std::string out = upload + ".echo";
   auto chunked = curl({"--http1.1", "-H", "Transfer-Encoding: chunked", "--data-binary", "@" + upload, "-o", out,
                        sidecar.url("/echo")},
-                      60);
+                      240);
   ASSERT_EQ(chunked.exit_code, 0) << chunked.err;
   EXPECT_TRUE(read_all(out) == read_all(upload)) << "the chunked upload was echoed whole";
   std::remove(out.c_str());
   auto down = curl({"--http1.1", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", sidecar.url("/bytes/50000000")},
-                   60);
+                   240);
   ASSERT_EQ(down.exit_code, 0) << down.err;
   EXPECT_EQ(down.out, "200 50000000");
   std::remove(upload.c_str());

@@ -78,13 +78,29 @@ TEST_F(Limits, BodyWithinTheLimitPasses) {
 }
 
 TEST_F(Limits, MalformedRequestsAre400) {
-  for (std::string bad : {std::string("THIS IS NOT HTTP\r\n\r\n"),
+  for (std::string bad : {std::string("GET / HTTP/1.1x\r\nHost: x\r\n\r\n"),
                           std::string("GET / HTTP/1.1\r\nHost: x\r\nBad Header: v\r\n\r\n"),
                           std::string("GET / HTTP/1.1\r\n\r\n"),  // HTTP/1.1 without Host
                           std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello"),
                           std::string("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")}) {
     auto out = raw_exchange(sidecar.port, bad);
     EXPECT_EQ(out.rfind("HTTP/1.1 400 ", 0), 0u) << "request: " << bad << "\nanswer: " << out;
+  }
+  EXPECT_NE(app_stats().find(kNoRequestReachedTheApp), std::string::npos);
+}
+
+// A first line that names no HTTP/1.x version cannot be HTTP/1.x: on the port that speaks both, it is a
+// failed HTTP/2 preface, as is "PRI * HTTP/2.0" followed by anything but the rest of the preface. Both
+// get the server preface (an empty SETTINGS frame) and GOAWAY PROTOCOL_ERROR (RFC 9113 §3.4).
+TEST_F(Limits, NotHttp1AndNotThePrefaceIsGoawayProtocolError) {
+  const std::string settings("\0\0\0\x04\0\0\0\0\0", 9);
+  for (std::string bad : {std::string("INVALID CONNECTION PREFACE\r\n\r\n"), std::string("THIS IS NOT HTTP\r\n\r\n"),
+                          std::string("PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n")}) {
+    auto out = raw_exchange(sidecar.port, bad);
+    ASSERT_EQ(out.size(), 9u + 17u) << "request: " << bad << "\nanswer: " << out;
+    EXPECT_EQ(out.substr(0, 9), settings) << bad;
+    EXPECT_EQ(out[12], 0x07) << bad << ": the second frame is not a GOAWAY";
+    EXPECT_EQ(out.substr(22, 4), std::string("\0\0\0\x01", 4)) << bad << ": not PROTOCOL_ERROR";
   }
   EXPECT_NE(app_stats().find(kNoRequestReachedTheApp), std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include <future>
 
 #include "harness.h"
+#include "tests/support/capability.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::test {
@@ -26,11 +27,6 @@ std::string kubelet_probe(const Sidecar& s, std::chrono::milliseconds timeout = 
 }
 const std::string k200 = "HTTP/1.1 200 OK";
 const std::string k503 = "HTTP/1.1 503 Service Unavailable";
-
-bool python_has_grpc() {
-  static const bool ok = run_command({"/usr/bin/python3", "-c", "import grpc"}, 30s).exit_code == 0;
-  return ok;
-}
 
 // A Python peer from tests/support that prints "listening PORT" first, then one JSON line per request.
 struct PythonPeer {
@@ -84,8 +80,7 @@ std::size_t trailing_serving(const PythonPeer& server) {
   return run;
 }
 
-#define REQUIRE_PYTHON_GRPC() \
-  if (!python_has_grpc()) GTEST_SKIP() << "/usr/bin/python3 has no grpc module (python3-grpcio)"
+#define REQUIRE_PYTHON_GRPC() SLUICE_NEED("python-grpc")
 
 TEST(GrpcReadinessProbe, ReadyOnlyWhileTheHealthServiceSaysServing) {
   REQUIRE_PYTHON_GRPC();
@@ -247,7 +242,7 @@ struct SelfSigned {
 // queue-proxy's prober transport is Go's default one: the app's certificate is verified against the
 // system's roots (SSL_CERT_FILE honoured) and must name the probe's host.
 TEST(ReadinessProbe, HttpsProbeVerifiesTheAppsCertificateAsQueueProxy) {
-  if (run_command({"openssl", "version"}).exit_code != 0) GTEST_SKIP() << "no openssl tool";
+  SLUICE_NEED("openssl");
   SelfSigned loopback("127.0.0.1"), elsewhere("127.0.0.2");  // served on 127.0.0.1: the name does not match
   for (const auto* pair : {&loopback, &elsewhere}) {
     PythonPeer app({"/usr/bin/python3", HTTP_PROBE_TARGET, "--cert", pair->cert(), "--key", pair->key()});

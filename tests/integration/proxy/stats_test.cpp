@@ -101,17 +101,18 @@ TEST_F(Stats, RequestRatesOverThePeriodsAddUpToTheArrivals) {
   for (int i = 0; i < 4; ++i) ASSERT_EQ(curl({"-H", "K-Proxy-Request: activator", sidecar.url("/")}).exit_code, 0);
   ASSERT_EQ(curl({"-H", "K-Proxy-Request: Activator", sidecar.url("/")}).exit_code, 0);  // not the activator's value
   std::map<double, std::pair<double, double>> samples;  // uptime -> (rps, proxied rps)
-  auto after = std::chrono::steady_clock::now() + 2500ms;  // two more periods close meanwhile
-  while (std::chrono::steady_clock::now() < after) {
+  double total = 0, proxied = 0;
+  // Until the periods holding the arrivals have all closed and been read (each is the newest for 1 s).
+  eventually([&] {
     auto s = stat();
     if (s.process_uptime() > before) samples[s.process_uptime()] = {s.request_count(), s.proxied_request_count()};
-    std::this_thread::sleep_for(50ms);  // polling interval, not a wait for an outcome
-  }
-  double total = 0, proxied = 0;
-  for (const auto& [uptime, rates] : samples) {
-    total += rates.first;
-    proxied += rates.second;
-  }
+    total = proxied = 0;
+    for (const auto& [uptime, rates] : samples) {
+      total += rates.first;
+      proxied += rates.second;
+    }
+    return total >= 15.0 && proxied >= 4.0;
+  }, 20s);
   EXPECT_DOUBLE_EQ(total, 15.0);
   EXPECT_DOUBLE_EQ(proxied, 4.0);
 }

@@ -4,8 +4,6 @@
 // 127.0.0.1 and localhost, and spans (OTLP/HTTP, OTLP/gRPC, Zipkin) and pushed metrics arrive. A
 // collector whose certificate comes from another CA, or names another host, gets nothing; the sidecar
 // logs why and goes on serving.
-#include <netdb.h>
-
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -16,6 +14,7 @@
 #include "tests/integration/proxy/otlp_receiver.h"
 #include "tests/integration/proxy/raw_app.h"
 #include "tests/integration/proxy/test_ca.h"
+#include "tests/support/capability.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::test {
@@ -62,22 +61,13 @@ bool got_invocations(const OtlpReceiver& r, const std::string& transport, std::i
   return false;
 }
 
-bool localhost_resolves() {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo("localhost", nullptr, &hints, &found) != 0) return false;
-  ::freeaddrinfo(found);
-  return true;
-}
-
 class TelemetryTls : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!openssl_tool_available()) GTEST_SKIP() << "the openssl tool is not installed";
+    SLUICE_NEED("openssl");
     // Collectors are reached by name: a machine without a `localhost` entry (a bare chroot has no
     // /etc/hosts) cannot run these, whatever sluice does.
-    if (!localhost_resolves()) GTEST_SKIP() << "this machine does not resolve 'localhost' (no /etc/hosts entry)";
+    SLUICE_NEED("localhost");
     ca_ = std::make_unique<TestCa>();
     no_roots_ = std::filesystem::path(ca_->cert()).parent_path() / "no-roots";
     std::filesystem::create_directories(no_roots_);

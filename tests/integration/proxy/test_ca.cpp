@@ -28,10 +28,6 @@ void write(const fs::path& file, const std::string& text) {
 
 }  // namespace
 
-bool openssl_tool_available() {
-  return run_command({"sh", "-c", "command -v openssl >/dev/null"}).exit_code == 0;
-}
-
 TestCa::TestCa(const std::string& name) {
   static std::atomic<int> made{0};
   dir_ = fs::temp_directory_path() / ("sluice-ca-" + std::to_string(::getpid()) + "-" + std::to_string(made++));

@@ -7,9 +7,6 @@
 
 namespace sluice::test {
 
-// Whether the openssl tool is there (tests that need one skip without it).
-bool openssl_tool_available();
-
 class TestCa {
  public:
   struct Issued {

@@ -1,10 +1,12 @@
-// The runc/crun handlers with a busybox-static rootfs built by the test; skipped with the runtime's reason
-// when its binary is missing or it fails a trivial bundle (crun on cgroup v1/v2 hybrid machines).
+// The runc/crun handlers with a busybox-static rootfs built by the test; skipped, saying why, where the
+// machine's runc or crun cannot run a trivial bundle (tests/support/capability.sh probes it: crun on
+// cgroup v1/v2 hybrid machines, say).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "tests/integration/runtime/runtime_harness.h"
+#include "tests/support/capability.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::runtime::test {
@@ -19,9 +21,8 @@ const char* kBusybox = "/bin/busybox";
 class OciTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
+    SLUICE_NEED(GetParam());  // runc or crun running a trivial busybox bundle
     rt_ = make_runtime(rec_);
-    if (auto ok = rt_->check_handler(GetParam()); !ok) GTEST_SKIP() << ok.error();
-    if (!path_exists(kBusybox)) GTEST_SKIP() << kBusybox << " missing (apt-get install busybox-static)";
     // A minimal rootfs: the static busybox and the applet links the scripts use.
     rootfs_ = fs::temp_directory_path() / ("sluice-rootfs-" + std::to_string(::getpid()));
     fs::create_directories(rootfs_ / "bin");

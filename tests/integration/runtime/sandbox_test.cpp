@@ -1,6 +1,6 @@
 // PodSandboxes with the process handler: own network namespace and address, pod cgroup with limits,
 // OOMKilled, Exec, users, and nothing left behind after each test. Skipped with the reason where the
-// machine cannot make network namespaces (not root).
+// machine cannot make network namespaces with veth (capability "netns"; tests/support/capability.h).
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -18,6 +18,7 @@
 
 #include "runtime/cgroup_fs.h"
 #include "tests/integration/runtime/runtime_harness.h"
+#include "tests/support/capability.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::runtime::test {
@@ -91,8 +92,8 @@ bool lease_of_sandbox_exists(const std::string& id) {
 class SandboxTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    SLUICE_NEED("netns");
     rt_ = make_runtime(rec_);
-    if (auto why = rt_->sandbox_unavailable_reason()) GTEST_SKIP() << *why;
   }
   void TearDown() override {
     rt_.reset();
@@ -343,8 +344,7 @@ TEST_F(SandboxTest, ALeftoverLinkWithItsSlotsNameIsReplaced) {
 }
 
 TEST_F(SandboxTest, RuncContainerJoinsThePodNetworkAndExecRunsInside) {
-  if (auto ok = rt_->check_handler("runc"); !ok) GTEST_SKIP() << ok.error();
-  if (!path_exists("/bin/busybox")) GTEST_SKIP() << "/bin/busybox missing (apt-get install busybox-static)";
+  SLUICE_NEED("runc");
   auto rootfs = fs::temp_directory_path() / ("sluice-sb-rootfs-" + std::to_string(::getpid()));
   fs::create_directories(rootfs / "bin");
   fs::copy_file("/bin/busybox", rootfs / "bin/busybox", fs::copy_options::overwrite_existing);

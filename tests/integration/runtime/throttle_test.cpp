@@ -5,6 +5,7 @@
 
 #include "common/config_error.h"
 #include "tests/integration/runtime/runtime_harness.h"
+#include "tests/support/capability.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::runtime::test {
@@ -16,11 +17,9 @@ using sluice::test::eventually;
 class ThrottleTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    try {
-      rt_ = make_runtime(rec_, GetParam());
-    } catch (const ConfigError& e) {
-      GTEST_SKIP() << "this machine lacks " << GetParam() << ": " << e.what();
-    }
+    // Each mechanism by name is a capability of the machine; "auto" and "sigstop" work everywhere.
+    if (std::string(GetParam()) != "auto" && std::string(GetParam()) != "sigstop") SLUICE_NEED(GetParam());
+    rt_ = make_runtime(rec_, GetParam());
   }
   bool is_quota() const {
     auto kind = rt_->throttle().kind;
@@ -107,6 +106,10 @@ TEST(ThrottleDetection, ReportsWhatItChoseAndWhy) {
   }
   if (::geteuid() == 0 && path_exists("/sys/fs/cgroup/freezer/cgroup.procs")) {
     EXPECT_NE(t.kind, ThrottleKind::sigstop) << "root with a v1 freezer should not fall back: " << t.detail;
+  }
+  // The first choice, wherever the machine can freeze a cgroup v2 group.
+  if (sluice::test::probe_capability("cgroup2-freeze").kind == sluice::test::CapabilityVerdict::Kind::present) {
+    EXPECT_EQ(t.kind, ThrottleKind::cgroup2_freeze) << t.detail;
   }
 }
 

@@ -3,8 +3,9 @@
 127.0.0.3 in front of the real demo app, under held-open requests.
 
 Run one test: /usr/bin/python3 scaler_test.py ScalerTest.test_name (ctest does, with the env it needs)."""
+import os
 import signal
-import socket
+import subprocess
 import time
 import unittest
 
@@ -17,11 +18,16 @@ TARGET = {"metric": "concurrency", "target": "100", "target-utilization-percenta
 
 
 
-def resolves(name):
-    try:
-        return bool(socket.getaddrinfo(name, None))
-    except OSError:
-        return False
+def need(name):
+    """Goes on where this machine has `name` (tests/support/capability.sh probes it); otherwise skips the
+    test, or fails it where SLUICE_REQUIRED_CAPABILITIES declares the machine has it."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support", "capability.sh")
+    r = subprocess.run(["bash", script, name], capture_output=True, text=True, timeout=180)
+    if r.returncode == 77:
+        raise unittest.SkipTest(r.stdout.strip())
+    if r.returncode != 0:
+        raise AssertionError(r.stdout.strip() or r.stderr.strip())
+
 
 class ScalerTest(unittest.TestCase):
     def setUp(self):
@@ -197,8 +203,8 @@ class ScalerTest(unittest.TestCase):
         # The same ScaledObject with good metadata then works: a bad value changed nothing.
         self.assertIn(h.get_metrics(self.scaler, h.ref("bad", self.both_sidecars())), (1, 2))
 
-    @unittest.skipUnless(resolves("localhost"), "this machine cannot resolve localhost (no /etc/hosts entry)")
     def test_a_dns_name_is_resolved_to_its_pods(self):
+        need("localhost")
         # `localhost` stands for a headless Service: its A record is a pod, found by lookup, not listed.
         local = self.start(h.Sidecar, "127.0.0.1", self.backend.port, "demo-00001-c")
         so = h.ref("dns", {"sidecars": f"localhost:{local.metrics_port}", **TARGET})

@@ -4,18 +4,10 @@
 
 #include "app/gateway/config.h"
 #include "common/config_error.h"
+#include "tests/unit/app/yaml_error.h"
 
 namespace sluice::app::gateway {
 namespace {
-
-std::string error_of(const std::string& yaml) {
-  try {
-    parse_yaml(yaml, "sluice.yaml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(GatewayConfig, OneLinerIsOneDefaultThrottledServiceOn8080StartedOnDemand) {
   auto g = one_liner({"./server", "--flag"});
@@ -97,22 +89,22 @@ TEST(GatewayConfig, ProcfileLinesAreServicesAndTheFirstIsTheDefault) {
 }
 
 TEST(GatewayConfig, ErrorsNameTheFileTheLineAndTheKey) {
-  EXPECT_EQ(error_of("services:\n  web:\n    command: x\n    buffer-size: many\n"),
+  EXPECT_EQ(yaml_error("services:\n  web:\n    command: x\n    buffer-size: many\n"),
             "sluice.yaml:4: services.web.buffer-size: 'many' is not a whole number in [0, 1000000]");
-  EXPECT_EQ(error_of("services:\n  web:\n    command: x\n    grace-period: soon\n"),
+  EXPECT_EQ(yaml_error("services:\n  web:\n    command: x\n    grace-period: soon\n"),
             "sluice.yaml:4: services.web.grace-period: 'soon' is not a duration such as 30s, 1m30s or 500ms");
-  EXPECT_EQ(error_of("services:\n  web:\n    hosts: [a]\n"), "sluice.yaml:3: services.web.command: is required");
-  EXPECT_EQ(error_of("listen: 8080\n"), "sluice.yaml: services: must map service names to their settings");
-  EXPECT_NE(error_of("lisen: 8080\nservices: {a: {command: x}}\n").find("sluice.yaml:1: lisen: unknown key"),
+  EXPECT_EQ(yaml_error("services:\n  web:\n    hosts: [a]\n"), "sluice.yaml:3: services.web.command: is required");
+  EXPECT_EQ(yaml_error("listen: 8080\n"), "sluice.yaml: services: must map service names to their settings");
+  EXPECT_NE(yaml_error("lisen: 8080\nservices: {a: {command: x}}\n").find("sluice.yaml:1: lisen: unknown key"),
             std::string::npos);
-  EXPECT_NE(error_of("services:\n  web:\n    command: x\n    max-scale: -2\n").find("sluice.yaml:4: services.web: max-scale"),
+  EXPECT_NE(yaml_error("services:\n  web:\n    command: x\n    max-scale: -2\n").find("sluice.yaml:4: services.web: max-scale"),
             std::string::npos);
   // Every error at once, each with its line (what --check and a reload report).
-  auto all = error_of("listen: x\nservices:\n  web:\n    command: x\n    max-scale: -2\n    buffer-size: no\n");
+  auto all = yaml_error("listen: x\nservices:\n  web:\n    command: x\n    max-scale: -2\n    buffer-size: no\n");
   EXPECT_EQ(all.rfind("3 errors in sluice.yaml:", 0), 0u) << all;
   for (const char* want : {"sluice.yaml:1: listen", "sluice.yaml:5: services.web: max-scale", "sluice.yaml:6: services.web.buffer-size"})
     EXPECT_NE(all.find(want), std::string::npos) << want << " in " << all;
-  EXPECT_NE(error_of("services: [\n").find("sluice.yaml:"), std::string::npos);
+  EXPECT_NE(yaml_error("services: [\n").find("sluice.yaml:"), std::string::npos);
 }
 
 TEST(GatewayConfig, AnImageStandsInForTheCommandButNotBesideARootfs) {
@@ -122,12 +114,12 @@ TEST(GatewayConfig, AnImageStandsInForTheCommandButNotBesideARootfs) {
   EXPECT_EQ(g.services[0].image, "oci:./layout:v1");
   EXPECT_TRUE(g.services[0].command.empty()) << "the image's entrypoint and cmd run";
   EXPECT_FALSE(g.services[0].image_fallback) << "only a Knative container's command is a fallback";
-  EXPECT_EQ(error_of("services:\n  web:\n    image: x\n    handler: runc\n    rootfs: /r\n"),
+  EXPECT_EQ(yaml_error("services:\n  web:\n    image: x\n    handler: runc\n    rootfs: /r\n"),
             "sluice.yaml:3: services.web.image: give image or rootfs, not both");
 }
 
 TEST(GatewayConfig, FeatureStatesFollowKnative) {
-  EXPECT_EQ(error_of("features: {throttling: disabled}\nservices:\n  a:\n    command: x\n    features: {throttling: true}\n"),
+  EXPECT_EQ(yaml_error("features: {throttling: disabled}\nservices:\n  a:\n    command: x\n    features: {throttling: true}\n"),
             "sluice.yaml:4: services.a.features.throttling: the feature is disabled for this gateway "
             "(features.throttling: disabled)");
   auto g = parse_yaml("features: {throttling: enabled, scale-to-zero: disabled}\nservices:\n  a:\n    command: x\n"
@@ -143,13 +135,13 @@ TEST(GatewayConfig, FeatureStatesFollowKnative) {
 }
 
 TEST(GatewayConfig, HostsAndNamesMustBeUniqueAndOneDefaultAtMost) {
-  EXPECT_EQ(error_of("services:\n  a: {command: x, hosts: [h.test]}\n  b: {command: y, hosts: [H.test]}\n"),
+  EXPECT_EQ(yaml_error("services:\n  a: {command: x, hosts: [h.test]}\n  b: {command: y, hosts: [H.test]}\n"),
             "sluice.yaml:3: services.b.hosts: 'h.test' is routed to another service too");
-  EXPECT_EQ(error_of("services:\n  a: {command: x, default: true}\n  b: {command: y, default: true}\n"),
+  EXPECT_EQ(yaml_error("services:\n  a: {command: x, default: true}\n  b: {command: y, default: true}\n"),
             "sluice.yaml: more than one service has default: true");
-  EXPECT_NE(error_of("services:\n  a: {command: x, port: 9000}\n").find("a fixed port allows one instance only"),
+  EXPECT_NE(yaml_error("services:\n  a: {command: x, port: 9000}\n").find("a fixed port allows one instance only"),
             std::string::npos);
-  EXPECT_TRUE(error_of("services:\n  a: {command: x, port: 9000, max-scale: 1}\n").empty());
+  EXPECT_TRUE(yaml_error("services:\n  a: {command: x, port: 9000, max-scale: 1}\n").empty());
 }
 
 }  // namespace

@@ -4,18 +4,10 @@
 
 #include "app/gateway/config.h"
 #include "common/config_error.h"
+#include "tests/unit/app/yaml_error.h"
 
 namespace sluice::app::gateway {
 namespace {
-
-std::string error_of(const std::string& yaml) {
-  try {
-    parse_yaml(yaml, "sluice.yaml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(GatewayPodConfig, ServiceLimitsUsersAndHooks) {
   auto g = parse_yaml(R"(
@@ -71,23 +63,23 @@ TEST(GatewayPodConfig, QuantitiesAsKubernetesWritesThem) {
 }
 
 TEST(GatewayPodConfig, ErrorsNameFileLineAndKey) {
-  EXPECT_EQ(error_of("services:\n  web:\n    command: x\n    memory: lots\n"),
+  EXPECT_EQ(yaml_error("services:\n  web:\n    command: x\n    memory: lots\n"),
             "sluice.yaml:4: services.web.memory: 'lots' is not a memory size of at least 4Mi such as 256Mi, 1Gi or 500M");
-  EXPECT_EQ(error_of("services:\n  web:\n    command: x\n    cpu: 1m\n"),
+  EXPECT_EQ(yaml_error("services:\n  web:\n    command: x\n    cpu: 1m\n"),
             "sluice.yaml:4: services.web.cpu: '1m' is not a CPU amount of at least 10m such as 500m, 0.5 or 2");
-  EXPECT_EQ(error_of("sandbox: maybe\nservices:\n  web:\n    command: x\n"),
+  EXPECT_EQ(yaml_error("sandbox: maybe\nservices:\n  web:\n    command: x\n"),
             "sluice.yaml:1: sandbox: 'maybe' is not auto, on or off");
-  EXPECT_EQ(error_of("sandbox-network: 10.1.2.3/16\nservices:\n  web:\n    command: x\n"),
+  EXPECT_EQ(yaml_error("sandbox-network: 10.1.2.3/16\nservices:\n  web:\n    command: x\n"),
             "sluice.yaml:1: sandbox-network: '10.1.2.3/16' is not an IPv4 range such as 169.254.64.0/18 (prefix 8 to 30)");
-  EXPECT_NE(error_of("services:\n  web:\n    command: x\n    run-as-user: -1\n").find("services.web.run-as-user"),
+  EXPECT_NE(yaml_error("services:\n  web:\n    command: x\n    run-as-user: -1\n").find("services.web.run-as-user"),
             std::string::npos);
 }
 
 TEST(GatewayPodConfig, AFixedPortWithSeveralInstancesNeedsPods) {
-  EXPECT_NE(error_of("services:\n  web:\n    command: x\n    port: 8080\n    max-scale: 3\n")
+  EXPECT_NE(yaml_error("services:\n  web:\n    command: x\n    port: 8080\n    max-scale: 3\n")
                 .find("a fixed port allows one instance only"),
             std::string::npos);
-  EXPECT_EQ(error_of("sandbox: on\nservices:\n  web:\n    command: x\n    port: 8080\n    max-scale: 3\n"), "");
+  EXPECT_EQ(yaml_error("sandbox: on\nservices:\n  web:\n    command: x\n    port: 8080\n    max-scale: 3\n"), "");
 }
 
 }  // namespace

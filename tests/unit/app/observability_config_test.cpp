@@ -32,7 +32,7 @@ SidecarConfig parse(std::map<std::string, std::string> extra) {
       {});
 }
 
-std::string error_of(std::map<std::string, std::string> extra) {
+std::string observability_error(std::map<std::string, std::string> extra) {
   try {
     parse(std::move(extra));
   } catch (const ConfigError& e) {
@@ -131,7 +131,7 @@ TEST(ObservabilityConfig, OldStyleZipkinAndItsDefaults) {
              {"TRACING_CONFIG_SAMPLE_RATE", "0.3"}, {"TRACING_CONFIG_DEBUG", "true"}});
   EXPECT_DOUBLE_EQ(c.tracing.sampling_rate, 1);  // debug samples everything
   EXPECT_EQ(parse({{"TRACING_CONFIG_BACKEND", "none"}}).tracing.protocol, ExportProtocol::none);
-  EXPECT_NE(error_of({{"TRACING_CONFIG_BACKEND", "zipkin"}}).find("TRACING_CONFIG_ZIPKIN_ENDPOINT"), std::string::npos);
+  EXPECT_NE(observability_error({{"TRACING_CONFIG_BACKEND", "zipkin"}}).find("TRACING_CONFIG_ZIPKIN_ENDPOINT"), std::string::npos);
 }
 
 // An https:// endpoint, or a scheme-less one (which Knative reads as https), is exported to over TLS.
@@ -162,7 +162,7 @@ TEST(ObservabilityConfig, KnativesValidationNamesTheKey) {
       {R"({"enableRequestLog":"yes"})", "enableRequestLog"},
   };
   for (const auto& [json, key] : bad) {
-    auto err = error_of({{"OBSERVABILITY_CONFIG", json}});
+    auto err = observability_error({{"OBSERVABILITY_CONFIG", json}});
     EXPECT_NE(err.find(key), std::string::npos) << json << " gave: " << err;
     EXPECT_NE(err.find("OBSERVABILITY_CONFIG"), std::string::npos) << err;
   }

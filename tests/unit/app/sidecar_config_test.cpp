@@ -26,7 +26,7 @@ EnvLookup env_of(std::map<std::string, std::string> m) {
   };
 }
 
-std::string error_of(std::map<std::string, std::string> env, std::vector<std::string_view> flags = {}) {
+std::string sidecar_error(std::map<std::string, std::string> env, std::vector<std::string_view> flags = {}) {
   try {
     parse_sidecar_config(env_of(std::move(env)), flags);
   } catch (const ConfigError& e) {
@@ -58,7 +58,7 @@ TEST(SidecarConfig, UpstreamIdleTimeoutIsSecondsAndZeroKeepsConnections) {
   env["SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS"] = "0";
   EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.timeouts.upstream_idle.count(), 0);
   env["SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS"] = "-1";
-  auto err = error_of(env);
+  auto err = sidecar_error(env);
   EXPECT_NE(err.find("SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS"), std::string::npos) << err;
 }
 
@@ -66,18 +66,18 @@ TEST(SidecarConfig, EachMissingRequiredVariableIsNamed) {
   for (const auto& [name, value] : kRequired) {
     auto env = kRequired;
     env.erase(name);
-    auto err = error_of(env);
+    auto err = sidecar_error(env);
     EXPECT_NE(err.find(name), std::string::npos) << "missing " << name << " gave: " << err;
   }
 }
 
 TEST(SidecarConfig, AllMissingVariablesAreNamedAtOnce) {
-  auto err = error_of({});
+  auto err = sidecar_error({});
   for (const auto& [name, value] : kRequired) EXPECT_NE(err.find(name), std::string::npos) << name;
 }
 
 TEST(SidecarConfig, EmptyLoggingConfigIsAllowed) {
-  EXPECT_EQ(error_of(kRequired), "");
+  EXPECT_EQ(sidecar_error(kRequired), "");
 }
 
 TEST(SidecarConfig, MalformedValuesNameTheVariableAndTheValue) {
@@ -91,7 +91,7 @@ TEST(SidecarConfig, MalformedValuesNameTheVariableAndTheValue) {
                                          {"REVISION_IDLE_TIMEOUT_SECONDS", "x"}}) {
     auto env = kRequired;
     env[c.var] = c.value;
-    auto err = error_of(env);
+    auto err = sidecar_error(env);
     EXPECT_NE(err.find(c.var), std::string::npos) << c.var << "=" << c.value << " gave: " << err;
     EXPECT_NE(err.find(c.value), std::string::npos) << c.var << "=" << c.value << " gave: " << err;
   }
@@ -112,9 +112,9 @@ TEST(SidecarConfig, FlagsCanSupplyRequiredValues) {
 }
 
 TEST(SidecarConfig, MalformedFlagNamesTheFlag) {
-  auto err = error_of(kRequired, {"--max-header-bytes=lots"});
+  auto err = sidecar_error(kRequired, {"--max-header-bytes=lots"});
   EXPECT_NE(err.find("--max-header-bytes"), std::string::npos) << err;
-  err = error_of(kRequired, {"--no-such-flag=1"});
+  err = sidecar_error(kRequired, {"--no-such-flag=1"});
   EXPECT_NE(err.find("--no-such-flag"), std::string::npos) << err;
 }
 
@@ -146,7 +146,7 @@ TEST(SidecarConfig, UpstreamProtocolFollowsKnativesSignals) {
   env["SLUICE_UPSTREAM_PROTOCOL"] = "http1";
   EXPECT_EQ(parse_sidecar_config(env_of(env), {}).proxy.upstream_protocol, Upstream::http1) << "explicit wins";
   env["SLUICE_UPSTREAM_PROTOCOL"] = "h3";
-  EXPECT_EQ(error_of(env), "SLUICE_UPSTREAM_PROTOCOL=\"h3\": expected http1, h2c or detect");
+  EXPECT_EQ(sidecar_error(env), "SLUICE_UPSTREAM_PROTOCOL=\"h3\": expected http1, h2c or detect");
 }
 
 TEST(SidecarConfig, ZeroRevisionTimeoutMeansNoTimeout) {
@@ -165,7 +165,7 @@ TEST(SidecarConfig, RequestLogFromEitherGenerationOfVariables) {
   env["OBSERVABILITY_CONFIG"] = R"({"enableRequestLog": true, "requestLogTemplate": "x"})";
   EXPECT_TRUE(parse_sidecar_config(env_of(env), {}).proxy.request_log);
   env["OBSERVABILITY_CONFIG"] = "{not json";
-  EXPECT_NE(error_of(env).find("OBSERVABILITY_CONFIG"), std::string::npos);
+  EXPECT_NE(sidecar_error(env).find("OBSERVABILITY_CONFIG"), std::string::npos);
 }
 
 // queue-proxy: "Error setting up request logger. Request logs will be unavailable." and it serves on.
@@ -173,7 +173,7 @@ TEST(SidecarConfig, ATemplateGoCannotParseTurnsRequestLogsOffInsteadOfStopping) 
   auto env = kRequired;
   env["SERVING_ENABLE_REQUEST_LOG"] = "true";
   env["SERVING_REQUEST_LOG_TEMPLATE"] = "{{if .Request.Host}}";
-  EXPECT_EQ(error_of(env), "");
+  EXPECT_EQ(sidecar_error(env), "");
   auto c = parse_sidecar_config(env_of(env), {});
   EXPECT_FALSE(c.proxy.request_log);
   EXPECT_EQ(c.proxy.request_log_template, nullptr);
@@ -201,7 +201,7 @@ TEST(SidecarConfig, ATemplateGoCannotParseTurnsRequestLogsOffInsteadOfStopping) 
 TEST(SidecarConfig, UnknownEnvironmentVariablesAreIgnored) {
   auto env = kRequired;
   env["SOME_FUTURE_KNATIVE_VAR"] = "whatever";
-  EXPECT_EQ(error_of(env), "");
+  EXPECT_EQ(sidecar_error(env), "");
 }
 
 TEST(SidecarConfig, BreakerQueueIsTenTimesTheConcurrencyUnlessSet) {
@@ -229,7 +229,7 @@ TEST(SidecarConfig, RequestMetricsFromEitherGenerationOfVariables) {
   env["SLUICE_METRIC_NAMES"] = "both";
   EXPECT_EQ(parse_sidecar_config(env_of(env), {}).metric_names, metrics::MetricNames::both);
   env["SLUICE_METRIC_NAMES"] = "all";
-  EXPECT_NE(error_of(env).find("SLUICE_METRIC_NAMES"), std::string::npos);
+  EXPECT_NE(sidecar_error(env).find("SLUICE_METRIC_NAMES"), std::string::npos);
 }
 
 // knative.dev/pkg's Prometheus server listens where requestMetrics.endpoint says ("host:port"), else :9091.
@@ -251,7 +251,7 @@ TEST(SidecarConfig, RequestMetricsEndpointIsWhereThePrometheusPortListens) {
   env.erase("SLUICE_USER_METRICS_PORT");
   for (const char* bad : {"9095", ":80", ":x", "a:b:9095", ":"}) {
     env["OBSERVABILITY_CONFIG"] = std::string(R"({"requestMetrics":{"protocol":"prometheus","endpoint":")") + bad + "\"}}";
-    EXPECT_NE(error_of(env).find("requestMetrics.endpoint"), std::string::npos) << bad;
+    EXPECT_NE(sidecar_error(env).find("requestMetrics.endpoint"), std::string::npos) << bad;
   }
 }
 
@@ -319,7 +319,7 @@ TEST(SidecarConfig, TlsKnobsAreIgnoredWhileTheTlsPortIsOff) {
   auto env = kRequired;
   env["QUEUE_PROXY_TLS_MIN_VERSION"] = "1.1";
   env["QUEUE_PROXY_TLS_CURVE_PREFERENCES"] = "secp256k1";
-  EXPECT_EQ(error_of(env), "");
+  EXPECT_EQ(sidecar_error(env), "");
 }
 
 TEST(SidecarConfig, BadTlsKnobsNameTheVariableWithTheTlsPortOn) {
@@ -335,7 +335,7 @@ TEST(SidecarConfig, BadTlsKnobsNameTheVariableWithTheTlsPortOn) {
     env["SLUICE_TLS_CERT_FILE"] = "/tmp/absent.crt";
     env["SLUICE_TLS_KEY_FILE"] = "/tmp/absent.key";
     env[name] = value;
-    auto err = error_of(env);
+    auto err = sidecar_error(env);
     EXPECT_NE(err.find(name), std::string::npos) << name << "=" << value << " gave: " << err;
   }
 }
@@ -374,20 +374,20 @@ TEST(ReadinessProbe, HttpProbeWithHeadersAndTiming) {
 TEST(ReadinessProbe, TheShapeFollowsMultiContainerProbes) {
   auto env = kRequired;
   env["SERVING_READINESS_PROBE"] = R"([{"httpGet":{"port":8080,"path":"/a"}},{"tcpSocket":{"port":9000}}])";
-  EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos);
+  EXPECT_NE(sidecar_error(env).find("SERVING_READINESS_PROBE"), std::string::npos);
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
-  EXPECT_EQ(error_of(env), "");
+  EXPECT_EQ(sidecar_error(env), "");
   env["SERVING_READINESS_PROBE"] = R"({"tcpSocket":{"port":9000}})";
-  EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos);
+  EXPECT_NE(sidecar_error(env).find("SERVING_READINESS_PROBE"), std::string::npos);
 }
 
 TEST(ReadinessProbe, ACountOfSecondsBeyondKubernetesInt32IsAConfigErrorNotAnOverflow) {
   auto env = kRequired;
   env["SERVING_READINESS_PROBE"] = R"({"httpGet":{"port":8080},"periodSeconds":20000000000000000})";
-  const auto err = error_of(env);
+  const auto err = sidecar_error(env);
   EXPECT_NE(err.find("periodSeconds must be at most 2147483647"), std::string::npos) << err;
   env["SERVING_READINESS_PROBE"] = R"({"tcpSocket":{"port":8080},"timeoutSeconds":18446744073709551615})";
-  EXPECT_NE(error_of(env).find("timeoutSeconds must be at most"), std::string::npos);
+  EXPECT_NE(sidecar_error(env).find("timeoutSeconds must be at most"), std::string::npos);
 }
 
 TEST(ReadinessProbe, MultiContainerProbesAreAllChecked) {
@@ -408,10 +408,10 @@ TEST(ReadinessProbe, MultiContainerProbesAreAllChecked) {
   EXPECT_EQ(c.proxy.sidecar_readiness[2].period.count(), 2000);
 
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "yes";
-  EXPECT_NE(error_of(env).find("ENABLE_MULTI_CONTAINER_PROBES"), std::string::npos);
+  EXPECT_NE(sidecar_error(env).find("ENABLE_MULTI_CONTAINER_PROBES"), std::string::npos);
   env["ENABLE_MULTI_CONTAINER_PROBES"] = "true";
   env["SERVING_READINESS_PROBE"] = R"([{"tcpSocket":{"port":8080}},{"tcpSocket":{"port":"metrics"}}])";
-  EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos);
+  EXPECT_NE(sidecar_error(env).find("SERVING_READINESS_PROBE"), std::string::npos);
 }
 
 TEST(ReadinessProbe, GrpcProbeAsksTheHealthServiceOnLoopback) {
@@ -487,7 +487,7 @@ TEST(ReadinessProbe, BadProbesNameTheVariable) {
                           R"({"grpc":"x"})", R"({"grpc":{"service":7}})", R"({"tcpSocket":1})"}) {
     auto env = kRequired;
     env["SERVING_READINESS_PROBE"] = bad;
-    EXPECT_NE(error_of(env).find("SERVING_READINESS_PROBE"), std::string::npos) << bad;
+    EXPECT_NE(sidecar_error(env).find("SERVING_READINESS_PROBE"), std::string::npos) << bad;
   }
 }
 

@@ -7,29 +7,17 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/metrics/exposition.h"
+
 namespace sluice::metrics {
 namespace {
+
+using test::line_with;
 
 RequestMetricsConfig config(MetricNames names) {
   return {.pod = {.namespace_name = "ns", .configuration = "cfg", .revision = "rev", .pod = "pod"},
           .service = "svc",
           .names = names};
-}
-
-// The first line that starts with `prefix` and contains `must_contain`.
-std::string line_with(const std::string& text, const std::string& prefix, const std::string& must_contain) {
-  std::size_t pos = 0;
-  while ((pos = text.find(prefix, pos)) != std::string::npos) {
-    if (pos > 0 && text[pos - 1] != '\n') {
-      ++pos;
-      continue;
-    }
-    auto end = text.find('\n', pos);
-    auto line = text.substr(pos, end - pos);
-    if (line.find(must_contain) != std::string::npos) return line;
-    pos = end;
-  }
-  return {};
 }
 
 TEST(RequestMetrics, LegacyNamesCountByCodeAndClassAndObserveMilliseconds) {

@@ -169,6 +169,14 @@ TEST(BadPreface, ALineWithoutHttpVersionIsNeitherHttp1NorHttp2) {  // used on h2
   EXPECT_FALSE(is_bad_preface("GET / HTTP/1.1\r\nHost: x\r\n"));
   EXPECT_FALSE(is_bad_preface("GET / HTTP/1.1x\r\n"));     // malformed HTTP/1.1: the h1 codec answers 400
   EXPECT_FALSE(is_bad_preface("GET /a-long-path-without"));  // no whole line yet
+  EXPECT_TRUE(is_bad_preface("THIS IS NOT HTTP\r\n"));
+  EXPECT_TRUE(is_bad_preface("\r\nGARBAGE\r\n"));
+  // Malformed HTTP/1.x request lines: the h1 codec answers them 400 or 505.
+  EXPECT_FALSE(is_bad_preface("GET / http/1.1\r\n"));                // the version in lower case
+  EXPECT_FALSE(is_bad_preface("GET /\r\n"));                         // no version
+  EXPECT_FALSE(is_bad_preface("OPTIONS *\r\n"));
+  EXPECT_FALSE(is_bad_preface("GET http://a.example/\r\n"));
+  EXPECT_FALSE(is_bad_preface("\r\nGET / HTTP/1.1\r\nHost: a\r\n"));  // an empty line first
   EXPECT_EQ(bad_preface_answer().size(), 9u + 17u);
 }
 
