@@ -188,6 +188,10 @@ int run_gateway(Args args) {
     return 0;
   }
 
+  // Plain lines on a terminal, JSON otherwise: decided before the first line (the sweep below may log).
+  const bool terminal = gw::StatusView::is_terminal(cfg.status_output);
+  log::set_plain(terminal);
+
   // Before any thread starts, so that every thread's signals reach the signal set.
   asio::io_context control(1);
   asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
@@ -235,9 +239,7 @@ int run_gateway(Args args) {
         });
     fleet->set_metadata_host("127.0.0.1:" + std::to_string(metadata->port()));
   }
-  const bool terminal = gw::StatusView::is_terminal(cfg.status_output);
   fleet->set_plain_output(terminal);
-  log::set_plain(terminal);
   {
     auto line = log::info("gateway starting");
     line.kv("event", "gateway").kv("throttle", runtime::to_string(runtime.throttle().kind))

@@ -189,9 +189,9 @@ def malformed_header_line_is_400(t):
 
 
 @case(REC)
-@deliberate("a first line without an HTTP/1.x version is a failed HTTP/2 preface: sluice answers it as RFC 9113 "
-            "§3.4 asks (SETTINGS, GOAWAY PROTOCOL_ERROR; h2spec 3.5/2), so a prior-knowledge client learns why; "
-            "queue-proxy answers HTTP/1.1 400, which such a client cannot read")
+@deliberate("a first line with no HTTP version and no request-target, or 'PRI * HTTP/2.0' then anything but the "
+            "preface, is a failed HTTP/2 preface: sluice answers as RFC 9113 §3.4 asks (SETTINGS, GOAWAY "
+            "PROTOCOL_ERROR; h2spec 3.5/2), which a prior-knowledge client can read; queue-proxy answers HTTP/1.1 400")
 def invalid_h2_preface_is_goaway_protocol_error(t):
     for first in (b"INVALID CONNECTION PREFACE\r\n\r\n", b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"):
         c = clients.Conn()

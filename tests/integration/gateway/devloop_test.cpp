@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -344,12 +345,21 @@ namespace sluice::test {
 namespace {
 
 // On a terminal (a pty from script(1)) the table is redrawn in place: cursor up over the old table and
-// erase, then the new one — never a second copy below the first.
+// erase, then the new one — never a second copy below the first. Every log line is plain text there, the
+// very first included: the start-up sweep's, for a dead gateway's state directory the test leaves in the
+// gateway's own TMPDIR.
 TEST(GatewayDevLoop, OnATerminalTheTableIsRedrawnInPlace) {
   int port = free_port(), admin = free_port();
+  TempDir tmp;
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  const auto leftover = fs::path(tmp.path()) / ("sluice-" + std::to_string(dead));
+  fs::create_directories(leftover / "logs");
   const std::string command = std::string(SLUICE_BIN) + " gateway --listen 127.0.0.1:" + std::to_string(port) +
                               " --admin 127.0.0.1:" + std::to_string(admin) + " -- " + DEMO_APP_BIN;
-  Process term(ProcessOptions{.argv = {"script", "-qfec", command, "/dev/null"}, .env = {{"COLUMNS", "120"}}});
+  Process term(ProcessOptions{.argv = {"script", "-qfec", command, "/dev/null"},
+                              .env = {{"COLUMNS", "120"}, {"TMPDIR", tmp.path()}}});
   ASSERT_TRUE(term.wait_for_line("listening", 20s)) << term.stdout_text();
   ASSERT_TRUE(eventually([&] { return term.stdout_text().find("── sluice gateway ──") != std::string::npos; }, 10s));
   ASSERT_EQ(curl({"http://127.0.0.1:" + std::to_string(port) + "/"}).exit_code, 0);
@@ -359,11 +369,13 @@ TEST(GatewayDevLoop, OnATerminalTheTableIsRedrawnInPlace) {
     return std::regex_search(out, std::regex("\r\x1b\\[[0-9]+A\x1b\\[J"));
   }, 10s)) << term.stdout_text();
   // Log lines are plain text on a terminal, not JSON.
-  EXPECT_EQ(term.stdout_text().find("{\"severity\""), std::string::npos);
+  EXPECT_NE(term.stdout_text().find("removed what an earlier gateway left"), std::string::npos) << term.stdout_text();
+  EXPECT_FALSE(fs::exists(leftover));
+  EXPECT_EQ(term.stdout_text().find("{\"severity\""), std::string::npos) << term.stdout_text();
   // The gateway's pid is in its state directory's name; it drains, and script(1) ends with it.
   std::smatch m;
   auto out = term.stdout_text();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("/tmp/sluice-([0-9]+)/logs"))) << out;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("/sluice-([0-9]+)/logs"))) << out;
   ::kill(std::stoi(m[1].str()), SIGTERM);
   EXPECT_TRUE(term.wait_exit(30s));
 }
