@@ -99,7 +99,13 @@ void ControlPlane::publish(Clock::time_point now) {
 // whatever the Accept header.
 asio::awaitable<ControlResponse> ControlPlane::serve_stats(const ControlRequest& req) {
   if (auto refusal = net::go_mux_refusal(req, {.path = "/metrics"})) co_return std::move(*refusal);
-  if (parked_) publish(Clock::now());  // no period closes while parked: the scrape closes one, so the uptime is now
+  if (parked_) {
+    // No period closes while parked, and the published sample is the all-zero one: a scrape refreshes
+    // its uptime only. Closing a period here could publish the first arrival after idle for the few
+    // microseconds before the reporter, woken by that arrival, replaces it: a scraper would miss it.
+    sample_.uptime_seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample_);
+  }
   co_return ControlResponse{.content_type = "application/protobuf", .body = stat_protobuf_};
 }
 
