@@ -120,8 +120,15 @@ bool TlsContexts::reload_if_changed() {
     current_ = std::move(fresh);
     loaded_ = now;
   } catch (const std::exception& e) {
-    // Half-written files (the key replaced before the certificate, say) are retried on the next check.
-    log::warn("TLS reload failed; keeping the current certificate").kv("error", e.what());
+    // Half-written files (the key replaced before the certificate, say) are retried on the next check;
+    // a pair that stays bad is logged once, not at every check.
+    bool logged;
+    {
+      std::lock_guard lock(mu_);
+      logged = failed_ == now;
+      failed_ = now;
+    }
+    if (!logged) log::warn("TLS reload failed; keeping the current certificate").kv("error", e.what());
     return false;
   }
   log::info("TLS certificate reloaded").kv("cert", config_.cert_file);

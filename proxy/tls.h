@@ -27,7 +27,8 @@ class TlsContexts {
 
   // The context for a new connection; connections keep theirs after a reload.
   std::shared_ptr<ssl::context> current() const;
-  // Reloads when either file changed since the last load; a bad new pair is logged and the old one kept.
+  // Reloads when either file changed since the last load; a bad new pair is logged (once while the files
+  // stay as they are) and the old one kept.
   // Returns whether a new context is in use. Also called every `reload_interval` by a thread of its own.
   bool reload_if_changed();
 
@@ -44,6 +45,7 @@ class TlsContexts {
   mutable std::mutex mu_;
   std::shared_ptr<ssl::context> current_;
   Stamp loaded_;
+  Stamp failed_;  // the files as they were at the last failed reload: logged once
   std::jthread watcher_;
 };
 

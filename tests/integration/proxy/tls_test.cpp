@@ -34,6 +34,25 @@ class CertDir {
     fs::rename(key, dir_ / "tls.key");
     fs::rename(crt, dir_ / "tls.crt");
   }
+  // A certificate and a key that are not a pair: the certificate of a new pair with `serial`, the key
+  // of another; written over the current pair as make() writes.
+  void make_mismatched(int serial) {
+    CertDir other;
+    other.make(serial + 1);
+    auto crt = dir_ / "new.crt";
+    auto r = run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                          (dir_ / "unused.key").string(), "-out", crt.string(), "-days", "2", "-subj",
+                          "/CN=localhost", "-set_serial", std::to_string(serial)});
+    if (r.exit_code != 0) throw std::runtime_error("openssl req failed: " + r.err);
+    fs::copy_file(other.key(), dir_ / "new.key");
+    fs::rename(dir_ / "new.key", dir_ / "tls.key");
+    fs::rename(crt, dir_ / "tls.crt");
+  }
+  // A certificate file that is not PEM, written over the current one (the key stays).
+  void make_garbage_certificate() {
+    std::ofstream(dir_ / "new.crt") << "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n";
+    fs::rename(dir_ / "new.crt", dir_ / "tls.crt");
+  }
   std::string cert() const { return (dir_ / "tls.crt").string(); }
   std::string key() const { return (dir_ / "tls.key").string(); }
   const fs::path& path() const { return dir_; }
@@ -146,6 +165,48 @@ TEST(Tls, ACertificateRotationIsPickedUpWithoutAFailedRequest) {
   client.join();
   EXPECT_TRUE(rotated);
   EXPECT_EQ(failed, 0);
+  EXPECT_NE(sidecar.process->stdout_text().find("TLS certificate reloaded"), std::string::npos);
+}
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(Tls, ABadOrMismatchedPairWrittenOverAGoodOneKeepsTheOldServingUntilTheNextGoodPair) {
+  CertDir certs;
+  certs.make(1008);
+  Backend backend;
+  auto env = tls_env(certs);
+  env["SLUICE_TLS_RELOAD_MS"] = "100";
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env}};
+  ASSERT_EQ(served_serial(sidecar), "serial=03F0\n");
+  const std::string failure = "TLS reload failed; keeping the current certificate";
+  auto failures = [&] { return count_of(sidecar.process->stdout_text(), failure); };
+  auto serves = [&] {
+    auto r = curl({"-k", "--http2", url(sidecar, "/")});
+    return r.exit_code == 0 && r.out == "Hello from sluice-demo-app\n";
+  };
+
+  // The certificate of one pair with the key of another: refused, logged naming the key, the old kept.
+  certs.make_mismatched(2009);
+  ASSERT_TRUE(eventually([&] { return failures() == 1; }, 10s)) << sidecar.process->stdout_text();
+  EXPECT_NE(sidecar.process->stdout_text().find(certs.key()), std::string::npos);
+  EXPECT_EQ(served_serial(sidecar), "serial=03F0\n");
+  EXPECT_TRUE(serves());
+
+  // A certificate that is not one: the same. While the files stay so, no further line (one per change).
+  certs.make_garbage_certificate();
+  ASSERT_TRUE(eventually([&] { return failures() == 2; }, 10s)) << sidecar.process->stdout_text();
+  EXPECT_EQ(served_serial(sidecar), "serial=03F0\n");
+  EXPECT_TRUE(serves());
+
+  // The next good pair is picked up; the bad one was logged once, not at each of the checks since.
+  certs.make(3010);
+  EXPECT_TRUE(eventually([&] { return served_serial(sidecar) == "serial=0BC2\n"; }, 10s));
+  EXPECT_TRUE(serves());
+  EXPECT_EQ(failures(), 2u);
   EXPECT_NE(sidecar.process->stdout_text().find("TLS certificate reloaded"), std::string::npos);
 }
 
