@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -169,6 +170,44 @@ TEST_F(Stats, UserMetricsCountProxyAndAppRequestsByCode) {
   EXPECT_EQ(r.out.rfind("HTTP/1.1 405 ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("Allow: GET, HEAD\r\n"), std::string::npos) << r.out;
   EXPECT_TRUE(r.out.ends_with("Method Not Allowed\n")) << r.out;
+}
+
+// The app-side series time the app's exchange alone, from the breaker on; the proxy-side series time the
+// whole request, its wait in the queue included. A request held in the queue for a second the test
+// measures shows the difference in both families of names.
+TEST(StatsApp, AppSideLatencyLeavesOutTheWaitInTheQueue) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"CONTAINER_CONCURRENCY", "1"},
+                                         {"SERVING_REQUEST_METRICS_BACKEND", "prometheus"},
+                                         {"SLUICE_METRIC_NAMES", "both"}}}};
+  auto metrics = [&] { return body_of(http_get(sidecar.user_metrics_port, "/metrics")); };
+  // The one slot: an upload whose end has not been sent.
+  RawClient holder(sidecar.port);
+  holder.send("POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n");
+  ASSERT_TRUE(eventually([&] { return prometheus_value(metrics(), "revision_queue_depth") == 1.0; }, 10s))
+      << metrics();
+  auto queued = std::async(std::launch::async, [&] { return curl({sidecar.url("/status/201")}); });
+  ASSERT_TRUE(eventually([&] { return prometheus_value(metrics(), "revision_queue_depth") == 2.0; }, 10s))
+      << metrics();
+  // The length of the wait is the test's input: at least a second from when the request was seen queued.
+  std::this_thread::sleep_until(std::chrono::steady_clock::now() + 1000ms);
+  holder.send("0\r\n\r\n");
+  holder.read_until("\r\n\r\n1");
+  ASSERT_EQ(queued.get().exit_code, 0);
+
+  auto text = metrics();
+  auto value = [&](const std::string& name, const std::string& label) {
+    return prometheus_value(text, name, label).value_or(-1);
+  };
+  const std::string legacy = "response_code=\"201\"", otel = "status_code=\"201\"";
+  EXPECT_EQ(value("revision_app_request_latencies_count", legacy), 1.0) << text;
+  EXPECT_GE(value("revision_request_latencies_sum", legacy) - value("revision_app_request_latencies_sum", legacy),
+            999.0) << text;
+  EXPECT_EQ(value("kn_serving_invocation_duration_seconds_count", otel), 1.0) << text;
+  EXPECT_GE(value("http_server_request_duration_seconds_sum", otel) -
+                value("kn_serving_invocation_duration_seconds_sum", otel),
+            0.999) << text;
 }
 
 // With Knative >= 1.19's names, what queue-proxy's exporter serves: the app's invocations, otelhttp's server
