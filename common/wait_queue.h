@@ -8,8 +8,8 @@
 //
 //   Ticket t;
 //   { lock; if (free) return now; t = queue.join(ex, deadline); }
-//   co_await t.wait();                        // handed an outcome, or the deadline passed
-//   { lock; if (t.outcome()) return *t.outcome(); queue.leave(t); return timed_out; }
+//   co_await t.wait(&abandon);                // handed an outcome, the deadline passed, or abandoned
+//   { lock; if (t.outcome()) return *t.outcome(); queue.leave(t); return abandon.abandoned() ? gone : timed_out; }
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,24 @@
 #include "common/net.h"
 
 namespace sluice::net {
+
+// Held by whoever a wait is for (an exchange): called on the waiter's executor when the wait is no longer
+// wanted (its client went away), it ends the wait at once, as a passed deadline would, and says so
+// afterwards. Also when called before the wait begins: the wait then returns at once.
+class WaitAbandon {
+ public:
+  void abandon() {
+    abandoned_ = true;
+    if (timer_) timer_->cancel();
+  }
+  bool abandoned() const { return abandoned_; }
+
+ private:
+  template <class>
+  friend class WaitQueue;
+  asio::steady_timer* timer_ = nullptr;  // the wait under way, if one is
+  bool abandoned_ = false;
+};
 
 template <class Outcome>
 class WaitQueue {
@@ -36,8 +54,14 @@ class WaitQueue {
   class Ticket {
    public:
     Ticket() = default;
-    // Lock released. Returns when handed an outcome or when the deadline passes.
-    asio::awaitable<void> wait() { co_await waiter_->timer.async_wait(use_nothrow); }
+    // Lock released. Returns when handed an outcome, when the deadline passes, or when `abandon` (if
+    // given) is abandoned.
+    asio::awaitable<void> wait(WaitAbandon* abandon = nullptr) {
+      if (abandon && abandon->abandoned()) co_return;
+      if (abandon) abandon->timer_ = &waiter_->timer;
+      co_await waiter_->timer.async_wait(use_nothrow);
+      if (abandon) abandon->timer_ = nullptr;
+    }
     // Under the lock, after wait(): what was handed out, if anything was.
     std::optional<Outcome>& outcome() { return waiter_->outcome; }
 
@@ -54,7 +78,7 @@ class WaitQueue {
     return Ticket(std::move(w));
   }
 
-  // A waiter whose deadline passed leaves (no-op if it was handed something meanwhile).
+  // A waiter whose deadline passed, or that was abandoned, leaves (no-op if it was handed something meanwhile).
   void leave(Ticket& t) {
     if (!t.waiter_->queued) return;
     waiters_.erase(t.waiter_->place);

@@ -68,6 +68,28 @@ void RequestStatsShard::advance(Clock::time_point now, int delta, bool proxied, 
   if (arrival && wake_) wake_->arrived();  // after the counts: the woken reporter sees this request
 }
 
+void RequestStatsShard::withdraw(Clock::time_point arrived, Clock::time_point now, bool proxied) {
+  advance(now, -1, proxied, false);
+  auto seq = sequence_.load(std::memory_order_relaxed);
+  sequence_.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const double spent = seconds_between(arrived.time_since_epoch().count(), now);
+  auto take_back = [spent](std::atomic<double>& integral) {
+    integral.store(std::max(0.0, integral.load(std::memory_order_relaxed) - spent), std::memory_order_relaxed);
+  };
+  auto uncount = [](std::atomic<std::uint64_t>& n) {
+    auto v = n.load(std::memory_order_relaxed);
+    n.store(v > 0 ? v - 1 : 0, std::memory_order_relaxed);
+  };
+  take_back(concurrency_seconds_);
+  uncount(requests_);
+  if (proxied) {
+    take_back(proxied_concurrency_seconds_);
+    uncount(proxied_requests_);
+  }
+  sequence_.store(seq + 2, std::memory_order_release);
+}
+
 void RequestStatsShard::request_in(Clock::time_point now, bool proxied) { advance(now, +1, proxied, true); }
 
 void RequestStatsShard::request_out(Clock::time_point now, bool proxied) { advance(now, -1, proxied, false); }
@@ -117,11 +139,24 @@ PeriodReport RequestStats::report(Clock::time_point now) {
     r.average_proxied_concurrency =
         (total.proxied_concurrency_seconds - previous_.proxied_concurrency_seconds) / r.seconds;
   }
-  r.requests = total.requests - previous_.requests;
-  r.proxied_requests = total.proxied_requests - previous_.proxied_requests;
+  // Arrivals never below zero: a request withdrawn in the clock tick of a report that closed a period
+  // holding it. (Concurrency may dip, as it does for an event stamped before the last report.)
+  r.requests = total.requests > previous_.requests ? total.requests - previous_.requests : 0;
+  r.proxied_requests =
+      total.proxied_requests > previous_.proxied_requests ? total.proxied_requests - previous_.proxied_requests : 0;
   previous_ = total;
   period_start_ = now;
   return r;
+}
+
+bool RequestStats::withdraw(Clock::time_point arrived, Clock::time_point now, bool proxied) {
+  std::lock_guard lock(report_mutex_);  // no period closes between the check and the taking back
+  if (arrived < period_start_) {
+    shards_[0]->request_out(now, proxied);
+    return false;
+  }
+  shards_[0]->withdraw(arrived, now, proxied);
+  return true;
 }
 
 std::int64_t RequestStats::in_flight() const {

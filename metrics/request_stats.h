@@ -54,6 +54,9 @@ class alignas(64) RequestStatsShard {
 
   void request_in(Clock::time_point now, bool proxied);
   void request_out(Clock::time_point now, bool proxied);
+  // A request counted in at `arrived` taken back whole at `now`: neither its arrival nor its time in
+  // flight ever happened. Only for a request no report has read yet (see RequestStats::withdraw).
+  void withdraw(Clock::time_point arrived, Clock::time_point now, bool proxied);
 
   // seq_cst, as the arrival's store: a reporter that arms an ArrivalWake and then reads this either sees
   // the arrival or is woken by it (the store-load pair ArrivalWake relies on).
@@ -93,6 +96,11 @@ class RequestStats {
   // Shard 0, for single-threaded users and tests.
   void request_in(Clock::time_point now, bool proxied) { shards_[0]->request_in(now, proxied); }
   void request_out(Clock::time_point now, bool proxied) { shards_[0]->request_out(now, proxied); }
+  // Shard 0: a request counted in at `arrived` leaves at `now` for nothing (its client went away while
+  // it waited). When no period has closed since it arrived, it is taken back whole, as if it never came,
+  // and true is returned; else it is counted out as any request (what was reported stays reported).
+  // Arrivals then are not monotonic: not for a sidecar, whose reporter sleeps on requests_total().
+  bool withdraw(Clock::time_point arrived, Clock::time_point now, bool proxied);
 
   // Closes the current period at `now` and starts the next one.
   PeriodReport report(Clock::time_point now);

@@ -2,6 +2,7 @@
 #include "proxy/admission.h"
 
 #include "common/log.h"
+#include "proxy/failure.h"
 #include "proxy/field_value.h"
 #include "proxy/headers.h"
 
@@ -81,14 +82,16 @@ CountedExchange::~CountedExchange() {
 }
 
 asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
-                                                         std::optional<BreakerSlot>& slot) {
+                                                         std::optional<BreakerSlot>& slot, net::WaitAbandon& abandon) {
   auto* breaker = worker.shared.breaker.get();
   if (!breaker) co_return std::nullopt;
-  auto admission = co_await breaker->acquire(deadline);
+  auto admission = co_await breaker->acquire(deadline, &abandon);
   if (admission == ConcurrencyBreaker::Admission::queue_full)
     co_return LocalAnswer{.status = 503, .body = "pending request queue full"};
   if (admission == ConcurrencyBreaker::Admission::timed_out)
     co_return LocalAnswer{.status = 503, .body = "request timeout while waiting for the container", .close = true};
+  if (admission == ConcurrencyBreaker::Admission::abandoned)
+    co_return LocalAnswer{.status = static_cast<unsigned>(kClientClosedRequest), .body = "client closed request", .close = true};
   slot.emplace(breaker);
   co_return std::nullopt;
 }
@@ -96,13 +99,15 @@ asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, 
 asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& worker,
                                                               const http::request_header<>& req,
                                                               Clock::time_point deadline,
-                                                              std::optional<InstanceLease>& lease) {
+                                                              std::optional<InstanceLease>& lease,
+                                                              net::WaitAbandon& abandon) {
   auto* instances = worker.shared.instances.get();
   if (!instances) co_return std::nullopt;
   auto host = req[http::field::host];
   auto tag = req[kRouteTagHeader];
   auto pending = instances->acquire(std::string_view(host.data(), host.size()),
-                                    std::string_view(tag.data(), tag.size()), deadline);  // named: no temporary inside co_await (STYLE.md)
+                                    std::string_view(tag.data(), tag.size()), deadline,
+                                    &abandon);  // named: no temporary inside co_await (STYLE.md)
   auto got = co_await std::move(pending);
   if (auto* refusal = std::get_if<InstanceRefusal>(&got))
     co_return LocalAnswer{.status = refusal->status, .body = std::move(refusal->reason), .close = refusal->status == 504,

@@ -49,17 +49,20 @@ class CountedExchange {
   const ExchangeRecord& record_;
 };
 
-// Waits for a breaker slot (when there is a breaker) until `deadline`; nullopt when admitted (the
-// slot is in `slot`), else the refusal to send.
+// Waits for a breaker slot (when there is a breaker) until `deadline`, or until `abandon` is abandoned
+// (the client went away: it leaves the queue at once); nullopt when admitted (the slot is in `slot`),
+// else the refusal (499 when abandoned).
 asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
-                                                         std::optional<BreakerSlot>& slot);
+                                                         std::optional<BreakerSlot>& slot, net::WaitAbandon& abandon);
 
-// With an instance set (the gateway), waits for an instance for this request until `deadline`; nullopt
-// when one was given (in `lease`), else the refusal to send. Without one: nullopt and no lease.
+// With an instance set (the gateway), waits for an instance for this request until `deadline` or until
+// `abandon` is abandoned; nullopt when one was given (in `lease`), else the refusal to send. Without one:
+// nullopt and no lease.
 asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& worker,
                                                               const http::request_header<>& req,
                                                               Clock::time_point deadline,
-                                                              std::optional<InstanceLease>& lease);
+                                                              std::optional<InstanceLease>& lease,
+                                                              net::WaitAbandon& abandon);
 
 // Whether the exchange goes to the app over h2c: the gateway's instance says so, or the configured
 // upstream protocol does. nullopt while it is still to be detected (detect_upstream_h2c). Not a

@@ -3,7 +3,8 @@
 
 namespace sluice::proxy {
 
-asio::awaitable<ConcurrencyBreaker::Admission> ConcurrencyBreaker::acquire(Clock::time_point deadline) {
+asio::awaitable<ConcurrencyBreaker::Admission> ConcurrencyBreaker::acquire(Clock::time_point deadline,
+                                                                            net::WaitAbandon* abandon) {
   auto ex = co_await asio::this_coro::executor;
   net::WaitQueue<Granted>::Ticket ticket;
   {
@@ -17,12 +18,12 @@ asio::awaitable<ConcurrencyBreaker::Admission> ConcurrencyBreaker::acquire(Clock
     ticket = waiters_.join(ex, deadline);
     note_occupancy();
   }
-  co_await ticket.wait();
+  co_await ticket.wait(abandon);
   std::lock_guard lock(mutex_);
   if (ticket.outcome()) co_return Admission::admitted;  // handed over, even if the deadline also passed
   waiters_.leave(ticket);
   note_occupancy();
-  co_return Admission::timed_out;
+  co_return abandon && abandon->abandoned() ? Admission::abandoned : Admission::timed_out;
 }
 
 void ConcurrencyBreaker::release() {

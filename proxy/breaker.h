@@ -17,11 +17,11 @@ class ConcurrencyBreaker {
   ConcurrencyBreaker(std::size_t capacity, std::size_t queue_depth)
       : capacity_(capacity), queue_depth_(queue_depth) {}
 
-  enum class Admission { admitted, queue_full, timed_out };
+  enum class Admission { admitted, queue_full, timed_out, abandoned };
 
-  // Takes a slot, waiting on the caller's executor until `deadline` if none is free. Every
-  // `admitted` must be paired with one release().
-  asio::awaitable<Admission> acquire(Clock::time_point deadline);
+  // Takes a slot, waiting on the caller's executor until `deadline` if none is free, or until `abandon`
+  // is abandoned (its client went away). Every `admitted` must be paired with one release().
+  asio::awaitable<Admission> acquire(Clock::time_point deadline, net::WaitAbandon* abandon = nullptr);
   // Frees a slot, or hands it straight to the longest waiter.
   void release();
 

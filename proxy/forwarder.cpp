@@ -85,8 +85,9 @@ asio::awaitable<void> Forwarding::run() {
   std::optional<BreakerSlot> slot;
   if (w.shared.breaker) {
     if (!record_.probe.kubelet) {  // queue-proxy lets the kubelet's past its breaker
-      auto refused = co_await pass_breaker(w, admit_by, slot);
+      auto refused = co_await pass_breaker(w, admit_by, slot, waiting_);
       record_.queue_exit = Clock::now();
+      if (gone_) co_return co_await fail(Failure::client_gone, {});  // it left the queue, or was let in as it left
       if (refused) co_return co_await answer(*refused);
     }
     // What queue-proxy's app metrics handler, behind its breaker, records as each request starts.
@@ -95,7 +96,8 @@ asio::awaitable<void> Forwarding::run() {
   }
   std::optional<InstanceLease> lease;
   if (w.shared.instances) {
-    if (auto refused = co_await pass_instance_set(w, req_, admit_by, lease)) co_return co_await answer(*refused);
+    auto refused = co_await pass_instance_set(w, req_, admit_by, lease, waiting_);
+    if (refused && !gone_) co_return co_await answer(*refused);
   }
   if (lease) deadline_.limit_request(lease->request_timeout);
   if (gone_) co_return co_await fail(Failure::client_gone, {});

@@ -45,6 +45,7 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   void client_gone() override {
     if (response_complete_) return;  // it left after the whole response: nothing was lost
     gone_ = true;
+    waiting_.abandon();  // waiting for a breaker slot or an instance: it leaves the queue now
     if (up_) up_->cancel();
     down_.cancel_io();
   }
@@ -77,6 +78,7 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   ExchangeRecord& record_;
   http::request_header<>& req_;
   ExchangeDeadline deadline_;
+  net::WaitAbandon waiting_;  // ends a wait for admission when the client goes
   std::unique_ptr<ClientExchange> up_;
   std::optional<BodySplice> request_splice_, response_splice_;
   const http::response_header<>* head_ = nullptr;

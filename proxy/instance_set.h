@@ -9,6 +9,7 @@
 #include <string_view>
 #include <variant>
 
+#include "common/wait_queue.h"
 #include "proxy/asio.h"
 
 namespace sluice::proxy {
@@ -33,10 +34,12 @@ class InstanceSet {
   virtual ~InstanceSet() = default;
 
   // On the calling worker's executor: an instance for a request with this Host (and Knative-Serving-Tag,
-  // empty when absent), waiting (cold start, every instance busy) until `deadline` at the latest.
+  // empty when absent), waiting (cold start, every instance busy) until `deadline` at the latest, or until
+  // `abandon` is abandoned (the client went away: a refusal with status 499).
   virtual asio::awaitable<std::variant<InstanceLease, InstanceRefusal>> acquire(std::string_view host,
                                                                               std::string_view tag,
-                                                                              Clock::time_point deadline) = 0;
+                                                                              Clock::time_point deadline,
+                                                                              net::WaitAbandon* abandon) = 0;
 
   // A client connected: a request is likely to follow, so work that takes a while (thawing an instance)
   // may start before it is parsed. Any worker thread; must be cheap.

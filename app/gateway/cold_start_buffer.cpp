@@ -7,6 +7,7 @@
 
 #include "app/gateway/fleet.h"
 #include "common/log.h"
+#include "proxy/failure.h"
 
 namespace sluice::app::gateway {
 
@@ -46,14 +47,14 @@ void Fleet::dispatch(Revision& s) {
 }
 
 asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal>> Fleet::acquire(
-    std::string_view host, std::string_view tag, Clock::time_point deadline) {
+    std::string_view host, std::string_view tag, Clock::time_point deadline, net::WaitAbandon* abandon) {
   Revision* s = router_.route(host, tag);
   if (!s) co_return proxy::InstanceRefusal{404, "no service is routed for Host '" + std::string(host) + "'"};
   auto ex = co_await asio::this_coro::executor;
   auto now = clock_now();
   // A revision replaced while this request waited hands it on to the new one: wait there.
   for (int moves = 0;; ++moves) {
-    auto attempt = acquire_at(*s, ex, now, deadline, moves == 0);  // named: see STYLE.md on co_await
+    auto attempt = acquire_at(*s, ex, now, deadline, moves == 0, abandon);  // named: see STYLE.md on co_await
     auto got = co_await std::move(attempt);
     if (auto* moved = std::get_if<Moved>(&got)) {
       s = moved->to;
@@ -68,7 +69,7 @@ asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal>> Flee
 // until its lease is released, it is refused, or it moves on to another revision.
 asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved>> Fleet::acquire_at(
     Revision& service, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline,
-    bool arrival) {
+    bool arrival, net::WaitAbandon* abandon) {
   Revision* s = &service;
   auto lease_of = [&](std::shared_ptr<Instance> inst) {
     return proxy::InstanceLease{tcp::endpoint(inst->address, inst->port),
@@ -116,7 +117,7 @@ asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved
     if (s->config.request_timeout) wait_until = std::min(wait_until, now + *s->config.request_timeout);
     ticket = s->waiters.join(ex, wait_until);
   }
-  co_await ticket.wait();
+  co_await ticket.wait(abandon);
   std::unique_lock lock(s->mu);
   if (auto& handed = ticket.outcome()) {
     if (auto* refusal = std::get_if<proxy::InstanceRefusal>(&*handed)) co_return refuse(*refusal);
@@ -130,9 +131,26 @@ asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved
     co_return lease_of(inst);
   }
   s->waiters.leave(ticket);
+  if (abandon && abandon->abandoned()) co_return abandoned(*s, now);
   auto waited = std::to_string(static_cast<long long>(ms_between(now, clock_now()))) + " ms";
   co_return refuse({504, s->none_ready() ? "service " + s->config.name + ": no instance became ready within " + waited
                                          : "service " + s->config.name + ": no instance was free within " + waited});
+}
+
+proxy::InstanceRefusal Fleet::abandoned(Revision& s, Clock::time_point arrived) {
+  const auto now = clock_now();
+  ++s.client_gone;
+  // Taken back from the autoscaler's view when no stat has read it yet: the KPA then never sees demand
+  // from a request nobody waits for any more.
+  const bool unseen = s.stats.withdraw(arrived, now, false);
+  log::info("buffered request left: its client went away").kv("event", "request.abandoned")
+      .kv("service", s.config.name).kv("revision", s.revision).kv("status", proxy::kClientClosedRequest)
+      .kv("waited_ms", ms_between(arrived, now)).kv("autoscaler_saw_it", !unseen);
+  if (s.waiters.empty() && s.in_flight == 0 && s.none_ready()) {
+    Revision* sp = &s;
+    asio::post(control_, [this, sp] { call_off_starts(*sp); });
+  }
+  return {static_cast<unsigned>(proxy::kClientClosedRequest), "client closed request"};
 }
 
 void Fleet::release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived) {

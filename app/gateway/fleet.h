@@ -64,7 +64,7 @@ class Fleet final : public proxy::InstanceSet {
   ~Fleet() override;
 
   asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal>> acquire(
-      std::string_view host, std::string_view tag, Clock::time_point deadline) override;
+      std::string_view host, std::string_view tag, Clock::time_point deadline, net::WaitAbandon* abandon) override;
   void on_connection() override;
   void drop_waiters() override;
 
@@ -112,7 +112,11 @@ class Fleet final : public proxy::InstanceSet {
 
   // Cold-start buffer (workers).
   asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved>> acquire_at(
-      Revision& s, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline, bool arrival);
+      Revision& s, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline, bool arrival,
+      net::WaitAbandon* abandon);
+  // A buffered request whose client went away leaves (under s.mu): 499, and what it alone asked for is
+  // called off (call_off_starts).
+  proxy::InstanceRefusal abandoned(Revision& s, Clock::time_point arrived);
   void grant(Revision& s, Instance& inst);       // under s.mu
   void dispatch(Revision& s);                    // under s.mu
   void release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived);
@@ -124,6 +128,9 @@ class Fleet final : public proxy::InstanceSet {
   void became_ready(Revision& s, const std::shared_ptr<Instance>& inst);  // control
   void start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason);  // control
   void drain_instance(Revision& s, const std::shared_ptr<Instance>& inst);  // under s.mu
+  // Control: instances starting for requests that all went away, when nothing else wants one (no request
+  // waiting or in flight, the autoscaler's last decision zero): drained before they serve.
+  void call_off_starts(Revision& s);
   void stop_instance(Revision& s, const std::shared_ptr<Instance>& inst);   // under s.mu
   void post_thaw(const std::string& id);    // under the instance's revision's mu
   void post_freeze(Revision& s, const std::shared_ptr<Instance>& inst);  // under s.mu

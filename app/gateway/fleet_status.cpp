@@ -54,6 +54,7 @@ json::object Fleet::status() const {
     o["concurrency"] = std::round(s->last_concurrency * 100) / 100;
     o["requests_total"] = s->requests_total;
     o["refused_total"] = s->refused;
+    o["client_gone_total"] = s->client_gone;
     o["cold_starts"] = s->cold_starts;
     o["crashes"] = s->crashes;
     o["crash_streak"] = s->crash_streak;  // early crashes in a row: each doubles the restart delay
@@ -130,6 +131,8 @@ std::string Fleet::prometheus() const {
   };
   auto& requests = counter("sluice_requests_total", "Requests routed to the service.");
   auto& refused = counter("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.");
+  auto& client_gone = counter("sluice_client_gone_requests_total",
+                              "Requests that left the cold-start buffer because their client went away (499).");
   auto& in_flight = gauge("sluice_inflight_requests", "Requests at an instance now.");
   auto& queued = gauge("sluice_queue_depth", "Requests waiting for an instance now.");
   auto& cold_starts = counter("sluice_cold_starts_total", "Times the service went from no ready instance to one.");
@@ -147,6 +150,7 @@ std::string Fleet::prometheus() const {
     std::lock_guard lock(s->mu);
     requests.Add(labels).Increment(static_cast<double>(s->requests_total));
     refused.Add(labels).Increment(static_cast<double>(s->refused));
+    client_gone.Add(labels).Increment(static_cast<double>(s->client_gone));
     in_flight.Add(labels).Set(static_cast<double>(s->in_flight));
     queued.Add(labels).Set(static_cast<double>(s->waiters.size()));
     cold_starts.Add(labels).Increment(static_cast<double>(s->cold_starts));

@@ -298,6 +298,20 @@ void Fleet::drain_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
   if (inst->in_flight == 0) stop_instance(s, inst);
 }
 
+void Fleet::call_off_starts(Revision& s) {
+  std::lock_guard lock(s.mu);
+  if (stopping_ || s.phase != Phase::serving || !s.waiters.empty() || s.in_flight != 0 || s.desired > 0) return;
+  bool called_off = false;
+  for (const auto& i : s.instances) {
+    if (i->state != InstanceState::starting || i->validation) continue;
+    log::info("instance start called off: the requests it was for went away").kv("event", "instance.called_off")
+        .kv("service", s.config.name).kv("instance", i->id);
+    drain_instance(s, i);
+    called_off = true;
+  }
+  if (called_off) s.cold_start_since.reset();
+}
+
 void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
   if (inst->state == InstanceState::stopped) return;
   inst->state = InstanceState::stopped;

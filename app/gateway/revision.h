@@ -96,6 +96,7 @@ struct Revision {
   std::optional<Clock::time_point> cold_start_since;  // no instance was ready when this began
   std::size_t cold_start_buffered = 0;
   std::uint64_t requests_total = 0, cold_starts = 0, crashes = 0, refused = 0;
+  std::uint64_t client_gone = 0;  // left the buffer because their client went away (499)
   double last_cold_start_ms = -1;
   std::deque<std::pair<std::int64_t, double>> cold_start_log;  // (unix ms, duration ms), the last 50
   std::vector<double> latencies_ms;  // the last kLatenciesKept requests, arrival to end (a ring)

@@ -68,6 +68,36 @@ TEST(Gateway, AFullColdStartBufferAnswers503WithTheReason) {
   EXPECT_EQ(h2load_count(load.out, "5xx"), 15) << load.out;
 }
 
+// A client that gives up while its request waits in the cold-start buffer: the request leaves the buffer
+// then (not at the buffer's timeout), logged as a 499 and counted apart from refusals. The instance start
+// it caused is called off before it serves unless the autoscaler had already counted the wait (then the
+// autoscaler wants the instance, as Knative's would: it starts).
+TEST(Gateway, AClientGoneWhileBufferedLeavesTheBufferAt499AndItsStartIsCalledOff) {
+  TempFile cfg("sluice-gw.yaml", "services:\n  app:\n    command: " + slow_app(4) + "\n    validate: false\n");
+  Gateway gw({"--config", cfg.path()});
+  auto r = run_command({"curl", "-sS", "--max-time", "0.5", gw.url("/")}, 10s);
+  EXPECT_EQ(r.exit_code, 28) << r.err;  // curl's own timeout: the client left
+  auto left = gw.process->wait_for_line("\"event\":\"request.abandoned\"", 10s);
+  ASSERT_TRUE(left) << gw.process->stdout_text();
+  EXPECT_NE(left->find("\"status\":499"), std::string::npos) << *left;
+  EXPECT_LT(json_int_field(*left, "waited_ms"), 4000) << *left;  // before the app could have been ready
+  EXPECT_EQ(gw.number("queued"), 0);
+  EXPECT_EQ(gw.number("client_gone_total"), 1);
+  EXPECT_EQ(gw.number("refused_total"), 0);
+  auto metrics = body_of(http_get(gw.admin_port, "/metrics"));
+  EXPECT_NE(metrics.find("sluice_client_gone_requests_total{revision=\"app-00001\",service=\"app\"} 1"),
+            std::string::npos) << metrics;
+  if (left->find("\"autoscaler_saw_it\":false") != std::string::npos) {
+    // Called off: drained while starting and stopped; once stopped it can never have served.
+    EXPECT_TRUE(gw.process->wait_for_line("\"event\":\"instance.called_off\"", 10s)) << gw.process->stdout_text();
+    ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"instance.stopped\"", 20s)) << gw.process->stdout_text();
+    EXPECT_EQ(gw.process->stdout_text().find("\"event\":\"instance.ready\""), std::string::npos);
+    EXPECT_EQ(gw.number("cold_starts"), 0);
+  } else {
+    EXPECT_TRUE(gw.process->wait_for_line("\"event\":\"instance.ready\"", 20s)) << gw.process->stdout_text();
+  }
+}
+
 // A service that opts in to h2c-upstream: its instances (a real gRPC server, python3-grpcio) get
 // HTTP/2 by prior knowledge, and a gRPC client's calls through the gateway work from a cold start.
 TEST(Gateway, GrpcServiceWithH2cUpstreamColdStarts) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "tests/support/eventually.h"
 
 namespace sluice::test {
 namespace {
@@ -144,6 +145,43 @@ TEST(ClientGone, Http11ClientLeavingBeforeTheResponseIs499AndEndsAtOnce) {
 
 TEST(ClientGone, Http2ClientLeavingBeforeTheResponseIs499AndEndsAtOnce) {
   expect_client_gone_is_499({"--http2-prior-knowledge"}, "gone-h2");
+}
+
+// The same while the request waits for a slot (containerConcurrency 1, the slot held by an upload whose
+// end has not been sent): it leaves the queue then, not when the slot comes, and is logged as 499.
+void expect_client_gone_from_the_queue_is_499(const std::vector<std::string>& protocol_flags, const std::string& id) {
+  Backend backend;
+  Sidecar sidecar(SidecarOptions{.user_port = backend.port,
+                                 .env = {{"SERVING_ENABLE_REQUEST_LOG", "true"}, {"CONTAINER_CONCURRENCY", "1"},
+                                         {"SERVING_REQUEST_METRICS_BACKEND", "prometheus"}}});
+  auto depth = [&] {
+    return prometheus_value(body_of(http_get(sidecar.user_metrics_port, "/metrics")), "revision_queue_depth");
+  };
+  RawClient holder(sidecar.port);
+  holder.send("POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n");
+  ASSERT_TRUE(eventually([&] { return depth() == 1.0; }, 10s));
+  std::vector<std::string> args = protocol_flags;
+  args.insert(args.end(), {"--max-time", "1", sidecar.url("/" + id)});
+  auto r = curl(args);
+  EXPECT_EQ(r.exit_code, 28) << r.err;  // queued behind the holder until curl gave up
+  // The one request logged so far (the holder's is not done): the app never saw it.
+  auto line = sidecar.process->wait_for_line("\"requestUrl\":\"/" + id + "\"", 25s);
+  ASSERT_TRUE(line) << "no request log line while the slot is still held: " << sidecar.process->stdout_text();
+  EXPECT_NE(line->find("\"status\":499"), std::string::npos) << *line;
+  EXPECT_EQ(depth(), 1.0);  // the holder alone
+  holder.send("0\r\n\r\n");
+  EXPECT_NE(holder.read_until("\r\n\r\n1").find("HTTP/1.1 200 "), std::string::npos);
+  std::vector<std::string> again = protocol_flags;
+  again.push_back(sidecar.url("/"));
+  EXPECT_EQ(curl(again).out, "Hello from sluice-demo-app\n");
+}
+
+TEST(ClientGone, Http11ClientLeavingWhileQueuedForASlotLeavesTheQueueAt499) {
+  expect_client_gone_from_the_queue_is_499({}, "gone-queued-h1");
+}
+
+TEST(ClientGone, Http2ClientLeavingWhileQueuedForASlotLeavesTheQueueAt499) {
+  expect_client_gone_from_the_queue_is_499({"--http2-prior-knowledge"}, "gone-queued-h2");
 }
 
 }  // namespace

@@ -52,9 +52,9 @@ struct Harness {
   ~Harness() { fleet.reset(); }
 
   // A request for the default service; its outcome lands in the returned slot.
-  std::shared_ptr<std::optional<Result>> request() {
+  std::shared_ptr<std::optional<Result>> request(net::WaitAbandon* abandon = nullptr) {
     auto slot = std::make_shared<std::optional<Result>>();
-    asio::co_spawn(io, fleet->acquire("app", "", clock.now() + 60s),
+    asio::co_spawn(io, fleet->acquire("app", "", clock.now() + 60s, abandon),
                    [slot](std::exception_ptr e, Result r) {
                      if (!e) *slot = std::move(r);
                    });
@@ -192,6 +192,65 @@ TEST(FleetLifecycle, ACrashAfterALongLifeIsReportedAndReplacedAtOnce) {
   // At once: no crash streak, so no back-off (an early crash starts one: 2 s, then 4, 8, …).
   EXPECT_EQ(h.service().at("crash_streak").to_number<int>(), 0);
   EXPECT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
+}
+
+// A buffered request whose client goes leaves at once with 499. Unseen by any stat yet, it is taken
+// back from the autoscaler's view, and the start it alone caused is called off: the instance never
+// serves, and no later decision starts another.
+TEST(FleetLifecycle, AClientGoneWhileBufferedLeavesWith499AndTheStartItAloneCausedIsCalledOff) {
+  Harness h(app_service());
+  h.runtime.listen_on_start(false);  // starting until called off
+  net::WaitAbandon abandon;
+  auto r = h.request(&abandon);
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-1") == 1; }));
+  EXPECT_EQ(h.service().at("queued").to_number<int>(), 1);
+  h.clock.advance(300ms);
+  asio::post(h.io, [&] { abandon.abandon(); });  // on the waiter's executor, as the exchange does
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  auto* no = refusal(r);
+  ASSERT_NE(no, nullptr);
+  EXPECT_EQ(no->status, 499u);
+  EXPECT_EQ(h.service().at("queued").to_number<int>(), 0);
+  EXPECT_EQ(h.service().at("client_gone_total").to_number<int>(), 1);
+  EXPECT_EQ(h.service().at("refused_total").to_number<int>(), 0);
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
+  // The autoscaler sees no demand: ticks well past any window start nothing.
+  for (int i = 0; i < 10; ++i) {
+    h.clock.advance(1s);
+    h.fleet->stat_tick();
+    h.fleet->scale_tick();
+    h.io.run_for(2ms);
+  }
+  EXPECT_EQ(h.runtime.count("create app-2"), 0u);
+  EXPECT_EQ(h.service().at("desired").to_number<int>(), 0);
+  EXPECT_EQ(h.service().at("cold_starts").to_number<int>(), 0);
+}
+
+// Once a stat has counted the wait, the autoscaler wants an instance for it, as Knative's would after
+// the activator's report: the client leaving does not call that start off.
+TEST(FleetLifecycle, AClientGoneAfterTheAutoscalerCountedItsWaitLeavesTheStartToTheAutoscaler) {
+  Harness h(app_service());
+  h.runtime.listen_on_start(false);
+  net::WaitAbandon abandon;
+  auto r = h.request(&abandon);
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-1") == 1; }));
+  h.clock.advance(1s);
+  h.fleet->stat_tick();  // the KPA sees a request waiting a whole second
+  h.fleet->scale_tick();
+  EXPECT_EQ(h.service().at("desired").to_number<int>(), 1);
+  asio::post(h.io, [&] { abandon.abandon(); });
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  ASSERT_NE(refusal(r), nullptr);
+  EXPECT_EQ(refusal(r)->status, 499u);
+  // The call-off check was posted to the control thread (this io_context) as the request left; a marker
+  // posted now runs after it.
+  bool marker = false;
+  asio::post(h.io, [&] { marker = true; });
+  ASSERT_TRUE(h.run_until([&] { return marker; }));
+  auto instances = h.service().at("instances").as_array();
+  ASSERT_EQ(instances.size(), 1u);
+  EXPECT_EQ(instances.at(0).at("state").as_string(), "starting");
+  EXPECT_EQ(h.service().at("client_gone_total").to_number<int>(), 1);
 }
 
 TEST(FleetScaling, ConcurrencyScalesUpAndIdlenessScalesToZeroOnTheInjectedClock) {

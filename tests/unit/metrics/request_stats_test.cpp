@@ -96,6 +96,26 @@ TEST(RequestStats, AnEventStampedBeforeTheLastReportIsNotCountedTwice) {
   EXPECT_NEAR(r1.average_concurrency * r1.seconds + r2.average_concurrency * r2.seconds, 0.9, 1e-9);
 }
 
+TEST(RequestStats, AWithdrawnRequestNoReportReadIsTakenBackWholeAndOneReadIsCountedOut) {
+  RequestStats s(t0);
+  s.request_in(t0 + milliseconds(100), false);   // stays: 0.9 s in the first period
+  s.request_in(t0 + milliseconds(200), false);   // withdrawn before any report
+  EXPECT_TRUE(s.withdraw(t0 + milliseconds(200), t0 + milliseconds(600), false));
+  auto r1 = s.report(t0 + milliseconds(1000));
+  EXPECT_NEAR(r1.average_concurrency, 0.9, 1e-9);
+  EXPECT_EQ(r1.requests, 1u);
+  EXPECT_EQ(s.in_flight(), 1);
+
+  s.request_in(t0 + milliseconds(1500), false);  // read by the report at 2 s, then withdrawn
+  auto r2 = s.report(t0 + milliseconds(2000));
+  EXPECT_EQ(r2.requests, 1u);
+  EXPECT_FALSE(s.withdraw(t0 + milliseconds(1500), t0 + milliseconds(2500), false));
+  auto r3 = s.report(t0 + milliseconds(3000));
+  EXPECT_NEAR(r3.average_concurrency, 1.0 + 0.5, 1e-9);  // counted out as any request
+  EXPECT_EQ(r3.requests, 0u);
+  EXPECT_EQ(s.in_flight(), 1);
+}
+
 TEST(RequestStats, WorkersWriteTheirShardsWhileTheReporterReads) {
   RequestStats s(Clock::now(), 4);
   std::atomic<bool> done{false};

@@ -19,10 +19,10 @@ struct Acquirers {
   std::vector<std::optional<Admission>> outcome;
   std::vector<int> admitted_order;
 
-  void spawn(ConcurrencyBreaker& b, int id, Clock::time_point deadline) {
+  void spawn(ConcurrencyBreaker& b, int id, Clock::time_point deadline, net::WaitAbandon* abandon = nullptr) {
     if (outcome.size() <= static_cast<std::size_t>(id)) outcome.resize(id + 1);
-    asio::co_spawn(io, [this, &b, id, deadline]() -> asio::awaitable<void> {
-      auto a = co_await b.acquire(deadline);
+    asio::co_spawn(io, [this, &b, id, deadline, abandon]() -> asio::awaitable<void> {
+      auto a = co_await b.acquire(deadline, abandon);
       outcome[id] = a;
       if (a == Admission::admitted) admitted_order.push_back(id);
     }, asio::detached);
@@ -68,6 +68,32 @@ TEST(Breaker, AWaiterWhoseDeadlinePassesTimesOutAndLeavesTheQueue) {
   EXPECT_EQ(a.outcome[1], Admission::timed_out);
   EXPECT_EQ(b.waiting(), 1u);
   b.release();  // goes to 2, not to the one that left
+  a.io.restart();
+  a.io.run_for(20ms);
+  EXPECT_EQ(a.admitted_order, (std::vector<int>{0, 2}));
+}
+
+TEST(Breaker, AnAbandonedWaiterLeavesTheQueueAtOnceAndTheSlotGoesToTheNext) {
+  Acquirers a;
+  ConcurrencyBreaker b(1, 10);
+  net::WaitAbandon gone, gone_before;
+  a.spawn(b, 0, Clock::time_point::max());
+  a.spawn(b, 1, Clock::time_point::max(), &gone);
+  a.spawn(b, 2, Clock::time_point::max());
+  a.io.run_for(20ms);
+  EXPECT_EQ(b.waiting(), 2u);
+  asio::post(a.io, [&] { gone.abandon(); });  // on the waiter's executor, as its exchange does
+  a.io.restart();
+  a.io.run_for(20ms);
+  EXPECT_EQ(a.outcome[1], Admission::abandoned);
+  EXPECT_EQ(b.waiting(), 1u);
+  gone_before.abandon();  // its client went before it got to the queue: it does not wait at all
+  a.spawn(b, 3, Clock::time_point::max(), &gone_before);
+  a.io.restart();
+  a.io.run_for(20ms);
+  EXPECT_EQ(a.outcome[3], Admission::abandoned);
+  EXPECT_EQ(b.waiting(), 1u);
+  b.release();  // goes to 2, not to the ones that left
   a.io.restart();
   a.io.run_for(20ms);
   EXPECT_EQ(a.admitted_order, (std::vector<int>{0, 2}));
