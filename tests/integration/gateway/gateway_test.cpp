@@ -9,6 +9,9 @@
 #include <fstream>
 #include <thread>
 
+#include <boost/asio/connect.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
 #include <boost/json.hpp>
 
 #include "tests/integration/gateway/gateway_harness.h"
@@ -222,6 +225,60 @@ TEST(Gateway, AnIdleInstanceIsFrozenUsesNoCpuAndTheNextRequestThawsIt) {
   EXPECT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");
   EXPECT_TRUE(eventually([&] { return gw.instances("frozen") == 1; }, 5s));
   EXPECT_EQ(gw.number("cold_starts"), 1);
+}
+
+// A WebSocket through the gateway (a real Beast client, the demo app's echo): the upgraded connection is
+// an exchange in flight for as long as it is open, so its instance is neither frozen nor scaled to zero
+// meanwhile. A second service given one plain request at the same time shows both would have happened:
+// it is frozen, then scaled to zero, while the WebSocket's instance stays awake and echoes.
+TEST(Gateway, AnOpenWebSocketKeepsItsInstanceAwakeAndUpUntilItCloses) {
+  SLUICE_NEED("cgroup2-freeze");
+  namespace beast = boost::beast;
+  namespace websocket = beast::websocket;
+  namespace asio = boost::asio;
+  const std::string service = std::string("\n    command: ") + DEMO_APP_BIN +
+                              "\n    validate: false\n    stable-window: 6s\n    scale-to-zero-grace-period: 1s\n";
+  TempFile cfg("sluice-gw.yaml", "features: {throttling: enabled}\nservices:\n  ws:" + service +
+                                     "    hosts: [ws.test]\n  plain:" + service + "    hosts: [plain.test]\n");
+  Gateway gw({"--config", cfg.path()});
+  ASSERT_EQ(std::string(gw.status()["throttle"].as_string()), "cgroup2-freeze");
+
+  asio::io_context io;
+  websocket::stream<beast::tcp_stream> ws(io);
+  beast::get_lowest_layer(ws).expires_after(120s);  // bounds every operation below
+  beast::get_lowest_layer(ws).connect(
+      asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(gw.port)));
+  ws.handshake("ws.test", "/ws");
+  auto echo = [&](const std::string& text) {
+    ws.text(true);
+    ws.write(asio::buffer(text));
+    beast::flat_buffer buf;
+    ws.read(buf);
+    return beast::buffers_to_string(buf.data());
+  };
+  ASSERT_EQ(echo("first"), "first");
+  ASSERT_EQ(curl({"-H", "Host: plain.test", gw.url("/")}).out, "Hello from sluice-demo-app\n");
+
+  // Until the plain service has been frozen and then scaled to zero, the WebSocket's instance is checked
+  // at every poll: one instance, ready (not frozen), the tunnel in flight on it.
+  bool plain_frozen = false;
+  std::vector<std::string> wrong;
+  bool plain_gone = eventually([&] {
+    auto ws_instances = gw.service("ws")["instances"].as_array();
+    if (ws_instances.size() != 1 || ws_instances[0].as_object()["state"].as_string() != "ready" ||
+        ws_instances[0].as_object()["in_flight"].to_number<int>() != 1)
+      wrong.push_back(json::serialize(ws_instances));
+    plain_frozen = plain_frozen || gw.instances("frozen", "plain") == 1;
+    return plain_frozen && gw.instances("", "plain") == 0;
+  }, 60s);
+  ASSERT_TRUE(plain_gone) << "the plain service was not frozen and scaled to zero: " << gw.process->stdout_text();
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " polls, e.g. " << wrong.front();
+  EXPECT_EQ(echo("second"), "second");
+
+  // Closed, it is an instance like any other: frozen, then gone.
+  ws.close(websocket::close_code::normal);
+  EXPECT_TRUE(eventually([&] { return gw.instances("frozen", "ws") == 1; }, 10s)) << json::serialize(gw.status());
+  EXPECT_TRUE(eventually([&] { return gw.instances("", "ws") == 0; }, 60s)) << gw.process->stdout_text();
 }
 
 TEST(Gateway, SigtermFinishesBufferedRequestsThenStopsTheInstances) {
