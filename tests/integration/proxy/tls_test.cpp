@@ -23,30 +23,22 @@ class CertDir {
     dir_ = fs::temp_directory_path() / ("sluice-tls-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
     fs::create_directories(dir_);
   }
+  explicit CertDir(int serial) : CertDir() { make(serial); }
   ~CertDir() { fs::remove_all(dir_); }
   // A self-signed pair for localhost with the given serial, written to tls.crt/tls.key by rename, so a
   // reader never sees half a file (as Kubernetes' secret volumes swap a symlink).
   void make(int serial) {
-    auto key = dir_ / "new.key", crt = dir_ / "new.crt";
-    auto r = run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key.string(), "-out",
-                          crt.string(), "-days", "2", "-subj", "/CN=localhost", "-set_serial", std::to_string(serial)});
-    if (r.exit_code != 0) throw std::runtime_error("openssl req failed: " + r.err);
-    fs::rename(key, dir_ / "tls.key");
-    fs::rename(crt, dir_ / "tls.crt");
+    generate(serial, dir_ / "new.key", dir_ / "new.crt");
+    fs::rename(dir_ / "new.key", dir_ / "tls.key");
+    fs::rename(dir_ / "new.crt", dir_ / "tls.crt");
   }
   // A certificate and a key that are not a pair: the certificate of a new pair with `serial`, the key
   // of another; written over the current pair as make() writes.
   void make_mismatched(int serial) {
-    CertDir other;
-    other.make(serial + 1);
-    auto crt = dir_ / "new.crt";
-    auto r = run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                          (dir_ / "unused.key").string(), "-out", crt.string(), "-days", "2", "-subj",
-                          "/CN=localhost", "-set_serial", std::to_string(serial)});
-    if (r.exit_code != 0) throw std::runtime_error("openssl req failed: " + r.err);
-    fs::copy_file(other.key(), dir_ / "new.key");
+    generate(serial, dir_ / "unused.key", dir_ / "new.crt");
+    generate(serial + 1, dir_ / "new.key", dir_ / "unused.crt");
     fs::rename(dir_ / "new.key", dir_ / "tls.key");
-    fs::rename(crt, dir_ / "tls.crt");
+    fs::rename(dir_ / "new.crt", dir_ / "tls.crt");
   }
   // A certificate file that is not PEM, written over the current one (the key stays).
   void make_garbage_certificate() {
@@ -58,6 +50,11 @@ class CertDir {
   const fs::path& path() const { return dir_; }
 
  private:
+  static void generate(int serial, const fs::path& key, const fs::path& crt) {
+    auto r = run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key.string(), "-out",
+                          crt.string(), "-days", "2", "-subj", "/CN=localhost", "-set_serial", std::to_string(serial)});
+    if (r.exit_code != 0) throw std::runtime_error("openssl req failed: " + r.err);
+  }
   static inline int counter_ = 0;
   fs::path dir_;
 };
@@ -65,6 +62,20 @@ class CertDir {
 std::map<std::string, std::string> tls_env(const CertDir& certs) {
   return {{"SLUICE_TLS_CERT_FILE", certs.cert()}, {"SLUICE_TLS_KEY_FILE", certs.key()}};
 }
+
+// A sidecar serving `serial`'s pair and checking the files every 100 ms.
+struct ReloadingSidecar {
+  explicit ReloadingSidecar(int serial) : certs(serial) {}
+  std::map<std::string, std::string> env() const {
+    auto e = tls_env(certs);
+    e["SLUICE_TLS_RELOAD_MS"] = "100";
+    return e;
+  }
+  CertDir certs;
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env()}};
+};
+
 
 std::string url(const Sidecar& s, const std::string& path) {
   return "https://127.0.0.1:" + std::to_string(s.tls_port) + path;
@@ -140,12 +151,8 @@ TEST(Tls, LargeBodiesStreamBothWaysOverH2) {
 }
 
 TEST(Tls, ACertificateRotationIsPickedUpWithoutAFailedRequest) {
-  CertDir certs;
-  certs.make(1003);
-  Backend backend;
-  auto env = tls_env(certs);
-  env["SLUICE_TLS_RELOAD_MS"] = "100";
-  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env}};
+  ReloadingSidecar s(1003);
+  auto& [certs, backend, sidecar] = s;
   ASSERT_EQ(served_serial(sidecar), "serial=03EB\n");
   std::atomic<bool> stop{false};
   std::atomic<int> ok{0}, failed{0};
@@ -175,12 +182,8 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 }
 
 TEST(Tls, ABadOrMismatchedPairWrittenOverAGoodOneKeepsTheOldServingUntilTheNextGoodPair) {
-  CertDir certs;
-  certs.make(1008);
-  Backend backend;
-  auto env = tls_env(certs);
-  env["SLUICE_TLS_RELOAD_MS"] = "100";
-  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = env}};
+  ReloadingSidecar s(1008);
+  auto& [certs, backend, sidecar] = s;
   ASSERT_EQ(served_serial(sidecar), "serial=03F0\n");
   const std::string failure = "TLS reload failed; keeping the current certificate";
   auto failures = [&] { return count_of(sidecar.process->stdout_text(), failure); };

@@ -27,6 +27,11 @@ struct Acquirers {
       if (a == Admission::admitted) admitted_order.push_back(id);
     }, asio::detached);
   }
+  // Runs what became ready since the last run (a hand-over, an abandon).
+  void run_again() {
+    io.restart();
+    io.run_for(20ms);
+  }
 };
 
 TEST(Breaker, AdmitsUpToCapacityQueuesUpToDepthAndRefusesBeyond) {
@@ -49,8 +54,7 @@ TEST(Breaker, ReleasedSlotsGoToWaitersInArrivalOrder) {
   ASSERT_EQ(a.admitted_order, std::vector<int>{0});
   for (int released = 1; released < 5; ++released) {
     b.release();
-    a.io.restart();
-    a.io.run_for(20ms);
+    a.run_again();
     EXPECT_EQ(b.in_flight(), 1u);  // the slot passes on, it is never free in between
   }
   EXPECT_EQ(a.admitted_order, (std::vector<int>{0, 1, 2, 3, 4}));
@@ -68,8 +72,7 @@ TEST(Breaker, AWaiterWhoseDeadlinePassesTimesOutAndLeavesTheQueue) {
   EXPECT_EQ(a.outcome[1], Admission::timed_out);
   EXPECT_EQ(b.waiting(), 1u);
   b.release();  // goes to 2, not to the one that left
-  a.io.restart();
-  a.io.run_for(20ms);
+  a.run_again();
   EXPECT_EQ(a.admitted_order, (std::vector<int>{0, 2}));
 }
 
@@ -83,19 +86,16 @@ TEST(Breaker, AnAbandonedWaiterLeavesTheQueueAtOnceAndTheSlotGoesToTheNext) {
   a.io.run_for(20ms);
   EXPECT_EQ(b.waiting(), 2u);
   asio::post(a.io, [&] { gone.abandon(); });  // on the waiter's executor, as its exchange does
-  a.io.restart();
-  a.io.run_for(20ms);
+  a.run_again();
   EXPECT_EQ(a.outcome[1], Admission::abandoned);
   EXPECT_EQ(b.waiting(), 1u);
   gone_before.abandon();  // its client went before it got to the queue: it does not wait at all
   a.spawn(b, 3, Clock::time_point::max(), &gone_before);
-  a.io.restart();
-  a.io.run_for(20ms);
+  a.run_again();
   EXPECT_EQ(a.outcome[3], Admission::abandoned);
   EXPECT_EQ(b.waiting(), 1u);
   b.release();  // goes to 2, not to the ones that left
-  a.io.restart();
-  a.io.run_for(20ms);
+  a.run_again();
   EXPECT_EQ(a.admitted_order, (std::vector<int>{0, 2}));
 }
 
