@@ -3,7 +3,10 @@
 // clear error).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/integration/gateway/gateway_harness.h"
 
@@ -21,11 +24,12 @@ std::string revision_doc(const std::string& revision, const std::string& value, 
          "              path: /\n" + extra;
 }
 
-std::string split_file() {
+std::string split_file(int v1_percent = 80) {
   return revision_doc("hello-v1", "one") + "---\n" +
          revision_doc("hello-v2", "two",
-                      "  traffic:\n    - revisionName: hello-v1\n      percent: 80\n"
-                      "    - latestRevision: true\n      percent: 20\n      tag: canary\n");
+                      "  traffic:\n    - revisionName: hello-v1\n      percent: " + std::to_string(v1_percent) +
+                          "\n    - latestRevision: true\n      percent: " + std::to_string(100 - v1_percent) +
+                          "\n      tag: canary\n");
 }
 
 // `n` requests on one curl (keep-alive), the bodies counted.
@@ -53,6 +57,40 @@ TEST(GatewayKnative, TwoRevisionsSplit80To20) {
   EXPECT_EQ(revisions[0].as_object()["name"].as_string(), "hello-v1");
   EXPECT_EQ(revisions[0].as_object()["traffic_percent"].as_int64(), 80);
   EXPECT_EQ(revisions[1].as_object()["traffic_percent"].as_int64(), 20);
+}
+
+// The split edited in the file while requests flow (h2load, four connections, each request 15 ms at the
+// app): no request fails, and the shares move to the new split.
+TEST(GatewayKnative, ASplitChangedUnderLoadMovesTheSharesWithoutAFailedRequest) {
+  TempFile file("sluice-kn.yaml", split_file(80));
+  Gateway gw({"--config", file.path()});
+  auto before = bodies(gw, 500);
+  EXPECT_NEAR(before["one"], 400, 40) << "one " << before["one"] << ", two " << before["two"];
+  const auto served = gw.number("requests_total", "hello");
+  CommandResult load;
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    load = run_command({"h2load", "--h1", "-n1000", "-c4", gw.url("/delay/15")}, 90s);
+    done = true;
+  });
+  ASSERT_TRUE(eventually([&] { return gw.number("requests_total", "hello") > served + 20; }, 20s));
+  {  // replaced as an editor does: a new file renamed over the old
+    std::ofstream(file.path() + ".new") << split_file(20);
+    std::filesystem::rename(file.path() + ".new", file.path());
+  }
+  auto changed = gw.process->wait_for_line("\"event\":\"traffic.changed\"", 20s);
+  EXPECT_TRUE(changed) << gw.process->stdout_text();
+  EXPECT_FALSE(done) << "the split changed only after the load had ended";
+  t.join();
+  EXPECT_EQ(h2load_count(load.out, "succeeded"), 1000) << load.out;
+  EXPECT_EQ(h2load_count(load.out, "2xx"), 1000) << load.out;
+  auto after = bodies(gw, 1000);
+  EXPECT_EQ(after["one"] + after["two"], 1000);
+  EXPECT_NEAR(after["one"], 200, 50) << "one " << after["one"] << ", two " << after["two"];
+  auto revisions = gw.service("hello")["revisions"].as_array();
+  ASSERT_EQ(revisions.size(), 2u) << json::serialize(revisions);
+  EXPECT_EQ(revisions[0].as_object()["traffic_percent"].as_int64(), 20);
+  EXPECT_EQ(revisions[1].as_object()["traffic_percent"].as_int64(), 80);
 }
 
 TEST(GatewayKnative, ATagPicksItsRevisionByHeaderAndByHost) {
