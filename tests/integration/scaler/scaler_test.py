@@ -158,6 +158,31 @@ class ScalerTest(unittest.TestCase):
         # load starts, and one may land between the push and this read: within 1 s means at most 4.
         self.assertLessEqual(scrapes, 4)
 
+    def test_scrapes_four_times_a_second_at_zero_and_once_a_second_when_active(self):
+        so = h.ref("hello", self.sidecar_a_only(**{"stable-window": "6s", "scale-to-zero-grace-period": "1s"}))
+        self.assertTrue(h.is_active(self.scaler, so))
+        self.assertTrue(h.eventually(lambda: not h.is_active(self.scaler, so), 30, 0.1),
+                        self.scaler_says("never at zero"))
+        pod = f'pod="{self.sidecar_a.stat_address}"'
+
+        def scrape_rate():
+            # Scrapes per second over an interval this test measures (the interval is the input, not a wait
+            # for something to happen); both rates are taken in the same run, so a busy machine slows both.
+            first = h.prometheus_value(self.scaler.metrics_text(), "sluice_autoscaler_scrapes_total", pod)
+            start = time.monotonic()
+            time.sleep(3)
+            count = h.prometheus_value(self.scaler.metrics_text(), "sluice_autoscaler_scrapes_total", pod) - first
+            return count / (time.monotonic() - start)
+
+        at_zero = scrape_rate()
+        self.hold(self.sidecar_a, 10, 20000)
+        self.assertTrue(h.eventually(lambda: h.is_active(self.scaler, so), 10, 0.1), self.scaler_says("never active"))
+        active = scrape_rate()
+        print(f"scrapes per second: {at_zero:.2f} at zero, {active:.2f} active")
+        self.assertGreater(active, 0)
+        # 250 ms against 1 s rounds: four times as often; at least 2.5 times leaves room for a late round.
+        self.assertGreaterEqual(at_zero, 2.5 * active, f"{at_zero:.2f} at zero, {active:.2f} active")
+
     def test_killing_one_sidecar_leaves_the_scaler_answering_from_the_other(self):
         # No panic (threshold 1000 %) and a 6 s stable window, so the decision follows the stable average.
         metadata = self.both_sidecars(**{"stable-window": "6s", "panic-threshold-percentage": "1000"})
