@@ -380,9 +380,10 @@ def concurrent_health_checks_are_all_answered(t):
     check(results.count(200) == 20, f"answers {results}")
 
 
-@case(BASE)
+@case()
 def health_checks_while_the_app_starts(t):
-    """A revision starting: the app not yet listening, then listening (aggressive TCP probe)."""
+    """A revision starting: the app not yet listening, then listening (aggressive TCP probe). Its own binary
+    alone (no profile's beside it on the same ports)."""
     p = t.start({"USER_PORT": "8088", "SERVING_READINESS_PROBE": json.dumps(
         {"tcpSocket": {"port": 8088, "host": "127.0.0.1"}, "successThreshold": 1})}, label="late-app")
     check(p.alive(), "exited")
