@@ -195,8 +195,9 @@ class ClientExchange {
   virtual tcp::socket* raw_body_out() { return nullptr; }
 
   // The next response head: interim (1xx) heads first, one per call, then the final one. The head stays
-  // valid until the next call or the end of the exchange.
-  virtual asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() = 0;
+  // valid until the next call or the end of the exchange; the forwarder applies this hop's field policy
+  // to it in place (remove_hop_fields) before a downstream codec sees it.
+  virtual asio::awaitable<std::tuple<error_code, http::response_header<>*>> read_head() = 0;
   virtual BodyInfo response_body() const = 0;  // of the final head
   virtual bool body_at_hand() const = 0;        // response body bytes arrived with the head
   virtual asio::awaitable<BodyRead> read_body() = 0;

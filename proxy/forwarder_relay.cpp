@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "proxy/forwarding.h"
+#include "proxy/request_fields.h"
 
 namespace sluice::proxy::forwarding {
 namespace {
@@ -22,6 +23,7 @@ asio::awaitable<error_code> Forwarding::receive_head() {
       upstream_failed_ = true;
       co_return ec;
     }
+    remove_hop_fields(*head, upgrade_);  // the one place a response's hop-by-hop fields stop, for every pair
     if (!is_interim(head->result_int())) {
       head_ = head;
       head_status_ = static_cast<int>(head->result_int());

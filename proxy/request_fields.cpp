@@ -1,6 +1,10 @@
 // Request header policy; see request_fields.h.
 #include "proxy/request_fields.h"
 
+#include <iterator>
+
+#include <boost/range/iterator_range.hpp>
+
 #include "proxy/field_value.h"
 
 namespace sluice::proxy {
@@ -92,6 +96,29 @@ void rewrite_request_fields(const http::request_header<>& req, const RequestRewr
     if (!request_id.empty()) out.field("X-Request-Id", request_id);
   }
   if (te_trailers) out.field("TE", "trailers");
+}
+
+void remove_hop_fields(http::response_header<>& res, bool upgrading) {
+  // Connection's value is read in place, so the Connection fields themselves go last. An app that sent
+  // Connection more than once names fields in each (RFC 9110 §5.3: one list).
+  std::string_view connection = field_value(res, http::field::connection);
+  std::string joined;
+  if (!connection.empty() && res.count(http::field::connection) > 1) {
+    for (const auto& f : boost::make_iterator_range(res.equal_range(http::field::connection))) {
+      if (!joined.empty()) joined += ", ";
+      joined += f.value();
+    }
+    connection = joined;
+  }
+  const bool switching = upgrading && res.result_int() == 101;
+  for (auto it = res.begin(); it != res.end();) {
+    const auto id = it->name();
+    const bool stays = id == http::field::connection || id == http::field::content_length ||
+                       (switching && id == http::field::upgrade) ||
+                       !stops_at_this_hop(connection, id, it->name_string());
+    it = stays ? std::next(it) : res.erase(it);
+  }
+  res.erase(http::field::connection);
 }
 
 ForwardedRequest::ForwardedRequest(const http::request_header<>& req, const RequestRewrite& rw, BodyInfo body_info,

@@ -31,6 +31,13 @@ bool stops_at_this_hop(std::string_view connection_value, http::field f, std::st
 void rewrite_request_fields(const http::request_header<>& req, const RequestRewrite& rw,
                             std::string& request_id, std::string& trace_id, FieldSink& out);
 
+// This hop's policy for a response head on its way to the client, whatever protocol carries it either
+// side (RFC 9110 §7.6.1): the connection-specific fields and the ones its Connection names are removed in
+// place. Content-Length stays (HTTP/2 carries it; HTTP/1.1 writes its own framing), and so does the
+// Upgrade of a 101 that answers a client's upgrade (`upgrading`), which the HTTP/1.1 codec passes on with
+// its own `Connection: Upgrade`.
+void remove_hop_fields(http::response_header<>& res, bool upgrading);
+
 // A client's request as the forwarder sends it on.
 class ForwardedRequest final : public UpstreamRequest {
  public:

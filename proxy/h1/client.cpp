@@ -90,7 +90,7 @@ tcp::socket* ClientConnection::raw_body_out() {
   return &socket_;
 }
 
-asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientConnection::read_head() {
+asio::awaitable<std::tuple<error_code, http::response_header<>*>> ClientConnection::read_head() {
   if (cancelled_) co_return std::tuple{error_code(asio::error::operation_aborted), nullptr};
   response_.emplace();
   auto& p = *response_;
@@ -104,10 +104,10 @@ asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientCo
     failure_ = ec;
     co_return std::tuple{ec, nullptr};
   }
-  const auto& head = p.get();
+  auto& head = p.get();
   framing_ = response_framing(p, head_request_);
   remaining_ = framing_ == Framing::length ? p.content_length().value_or(0) : 0;
-  header_fields_ = field_count(head.base());
+  header_fields_.reset();
   trailers_.clear();
   co_return std::tuple{error_code{}, &head.base()};
 }
@@ -154,6 +154,9 @@ asio::awaitable<BodyRead> ClientConnection::read_body() {
   // Chunked or until close: the parser finds the end (and the trailers). Beast sizes each socket read
   // by the buffer's free capacity, which the head left small: give it room for full-sized reads.
   auto& p = *response_;
+  // Counted before the parser reads on, which appends the trailers to the head's fields; not in read_head,
+  // since the forwarder removes the head's hop-by-hop fields after it.
+  if (!header_fields_) header_fields_ = field_count(p.get().base());
   const std::size_t size = pool_.io_buffer_bytes();
   if (!scratch_) scratch_ = std::make_unique_for_overwrite<char[]>(size);
   if (buffer_.capacity() < size) buffer_.reserve(size);
@@ -197,7 +200,7 @@ const FieldList& ClientConnection::trailers() {
   if (trailers_.empty() && framing_ == Framing::chunked && response_) {
     std::size_t i = 0;
     for (const auto& f : response_->get()) {
-      if (i++ < header_fields_) continue;  // trailers follow the head's fields in the parser's list
+      if (i++ < header_fields_.value_or(0)) continue;  // trailers follow the head's fields in the parser's list
       trailers_.emplace_back(f.name_string(), f.value());
     }
   }

@@ -24,7 +24,7 @@ class ClientConnection final : public ClientExchange {
   asio::awaitable<error_code> write_body(asio::const_buffer data) override;
   asio::awaitable<error_code> end_body(const FieldList& trailers) override;
   tcp::socket* raw_body_out() override;
-  asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() override;
+  asio::awaitable<std::tuple<error_code, http::response_header<>*>> read_head() override;
   BodyInfo response_body() const override;
   bool body_at_hand() const override { return buffer_.size() > 0; }
   asio::awaitable<BodyRead> read_body() override;
@@ -55,7 +55,7 @@ class ClientConnection final : public ClientExchange {
   Framing framing_ = Framing::none;  // of the final response
   std::uint64_t remaining_ = 0;      // Framing::length: body bytes still to come
   std::size_t pending_ = 0;          // bytes of the last read_body view not consumed yet
-  std::size_t header_fields_ = 0;    // of the final head: fields after these are trailers
+  std::optional<std::size_t> header_fields_;  // of the final head, as sent on: fields after these are trailers
   error_code failure_;               // why the last operation failed
   bool reused_ = false;              // came from the pool
   bool head_request_ = false;

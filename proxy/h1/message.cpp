@@ -90,7 +90,6 @@ void format_downstream_response(std::string& out, const http::response_header<>&
                                 Framing body, std::optional<std::uint64_t> content_length,
                                 bool keep_alive, bool upgrade,
                                 unsigned client_version) {
-  const auto connection = field_value(res, http::field::connection);
   out += "HTTP/1.1 ";
   append_uint(out, res.result_int());
   out += ' ';
@@ -99,7 +98,8 @@ void format_downstream_response(std::string& out, const http::response_header<>&
   out += "\r\n";
   bool dated = false;
   for (const auto& f : res) {
-    if (stops_at_this_hop(connection, f.name(), f.name_string())) continue;
+    // The forwarder removed the hop-by-hop fields (remove_hop_fields); the framing is this codec's own.
+    if (f.name() == http::field::content_length || f.name() == http::field::upgrade) continue;
     dated = dated || f.name() == http::field::date;
     append_field(out, f.name_string(), f.value());
   }

@@ -67,7 +67,7 @@ asio::awaitable<error_code> ClientStream::end_body(const FieldList& trailers) {
   co_return error_code{};
 }
 
-asio::awaitable<std::tuple<error_code, const http::response_header<>*>> ClientStream::read_head() {
+asio::awaitable<std::tuple<error_code, http::response_header<>*>> ClientStream::read_head() {
   auto& st = *state_;
   while (st.heads.empty() && !st.closed && !st.cancelled) co_await st.received.wait();
   if (st.cancelled) co_return std::tuple{error_code(asio::error::operation_aborted), nullptr};

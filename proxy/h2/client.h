@@ -36,7 +36,7 @@ class ClientStream final : public ClientExchange {
   asio::awaitable<error_code> write_body(asio::const_buffer data) override;
   // Ends the request body, with trailers when there are any.
   asio::awaitable<error_code> end_body(const FieldList& trailers) override;
-  asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() override;
+  asio::awaitable<std::tuple<error_code, http::response_header<>*>> read_head() override;
   BodyInfo response_body() const override;
   bool body_at_hand() const override;
   asio::awaitable<BodyRead> read_body() override;

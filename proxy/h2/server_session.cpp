@@ -114,12 +114,10 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
   head_nva_.clear();
   const auto status = std::to_string(res.result_int());
   head_nva_.push_back(nv(":status", status));
-  // HTTP/2 forbids connection-specific fields (RFC 9113 §8.2.2): the hop-by-hop rule every codec uses,
-  // fields named in Connection included; Content-Length goes on, HTTP/2 carries it.
-  const auto connection = field_value(res, http::field::connection);
+  // HTTP/2 forbids connection-specific fields (RFC 9113 §8.2.2): the forwarder removed them with every
+  // other hop-by-hop field (remove_hop_fields); Content-Length goes on, HTTP/2 carries it.
   bool dated = false;
   for (const auto& f : res) {
-    if (f.name() != http::field::content_length && stops_at_this_hop(connection, f.name(), f.name_string())) continue;
     dated = dated || f.name() == http::field::date;
     const auto name = f.name_string();
     for (std::size_t i = 0; i < name.size(); ++i) {

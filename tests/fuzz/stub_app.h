@@ -36,7 +36,7 @@ class StubExchange final : public ClientExchange {
     request_trailers_ = t.size();
     co_return error_code{};
   }
-  asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() override {
+  asio::awaitable<std::tuple<error_code, http::response_header<>*>> read_head() override {
     if (has("fail")) co_return std::tuple{error_code(asio::error::connection_reset), nullptr};
     head_ = {};
     head_.version(11);

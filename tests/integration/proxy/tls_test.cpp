@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "tests/integration/proxy/harness.h"
+#include "tests/integration/proxy/raw_app.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::test {
@@ -107,6 +109,51 @@ TEST(Tls, AlpnPicksH2OrHttp11AndTheAppSeesHttps) {
   EXPECT_EQ(post.out, "hello over tls");
   // The plain port is unchanged beside it.
   EXPECT_EQ(curl({sidecar.url("/")}).out, "Hello from sluice-demo-app\n");
+}
+
+std::string lowered(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// RFC 9110 §7.6.1: the fields an app's Connection names, and the connection-specific ones, are for the
+// app's connection only. Whatever the client speaks (HTTP/1.1 or h2c on the plain port, HTTP/1.1 or h2
+// over TLS) and whatever the app speaks, none reaches the client, and an end-to-end field does. The h2c
+// app is a second sluice serving HTTP/2 only in front of the same raw app: HTTP/2 cannot carry these
+// fields at all, so over that pair they stop at the first hop that reads HTTP/1.1 (the forwarder's unit
+// test holds its policy to every pair with an app side that sends them anyway).
+TEST(HopByHop, AResponseFieldNamedInConnectionReachesNoClientWhateverEachSideSpeaks) {
+  CertDir certs(1011);
+  RawApp app("HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop-Secret\r\nX-Hop-Secret: leak\r\n"
+             "Keep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nX-End-To-End: kept\r\n"
+             "Content-Length: 2\r\n\r\nok");
+  auto env = tls_env(certs);
+  Sidecar to_http1{SidecarOptions{.user_port = app.port(), .env = env}};
+  Sidecar h2c_app{SidecarOptions{.user_port = app.port(), .env = {{"SLUICE_PLAIN_PROTOCOLS", "h2c"}}}};
+  env["SLUICE_UPSTREAM_PROTOCOL"] = "h2c";
+  Sidecar to_h2c{SidecarOptions{.user_port = h2c_app.port, .env = env}};
+  for (const Sidecar* sidecar : {&to_http1, &to_h2c}) {
+    ASSERT_GT(sidecar->tls_port, 0);
+    const std::vector<std::pair<std::string, std::vector<std::string>>> clients = {
+        {"HTTP/1.1", {"--http1.1", sidecar->url("/")}},
+        {"h2c", {"--http2-prior-knowledge", sidecar->url("/")}},
+        {"TLS HTTP/1.1", {"-k", "--http1.1", url(*sidecar, "/")}},
+        {"TLS h2", {"-k", "--http2", url(*sidecar, "/")}},
+    };
+    for (const auto& [name, args] : clients) {
+      SCOPED_TRACE(name + (sidecar == &to_h2c ? " to an h2c app" : " to an HTTP/1.1 app"));
+      std::vector<std::string> full = {"-D", "-", "-o", "/dev/null", "-w", "%{http_version}"};
+      full.insert(full.end(), args.begin(), args.end());
+      auto r = curl(full);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const auto head = lowered(r.out);
+      EXPECT_NE(head.find("x-end-to-end: kept"), std::string::npos) << r.out;
+      EXPECT_EQ(head.find("x-hop-secret"), std::string::npos) << r.out;
+      EXPECT_EQ(head.find("keep-alive"), std::string::npos) << r.out;
+      EXPECT_EQ(head.find("proxy-connection"), std::string::npos) << r.out;
+      EXPECT_TRUE(r.out.ends_with(name.ends_with("1.1") ? "1.1" : "2")) << "curl spoke " << r.out;
+    }
+  }
 }
 
 // What openssl s_client -msg saw of the records it received: "<<< TLS 1.3, InnerContent" lines are

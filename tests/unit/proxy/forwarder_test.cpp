@@ -59,7 +59,7 @@ class FakeServer final : public ServerExchange {
     co_return error_code{};
   }
   asio::awaitable<error_code> send_head(const http::response_header<>& head, BodyInfo, bool) override {
-    status = head.result_int();
+    took(head);
     co_return error_code{};
   }
   asio::awaitable<error_code> write_body(asio::const_buffer data) override {
@@ -71,10 +71,14 @@ class FakeServer final : public ServerExchange {
     ended = true;
     co_return error_code{};
   }
+  void took(const http::response_header<>& head) {
+    status = head.result_int();
+    for (const auto& f : head) head_fields.emplace_back(f.name_string(), f.value());
+  }
   // An HTTP/2-like side takes the response at once, as an h2 stream with room in its send queue does.
   bool send_head_now(const http::response_header<>& head, BodyInfo, bool, error_code& ec) override {
     if (!h2_like_) return false;
-    status = head.result_int();
+    took(head);
     ec = {};
     return true;
   }
@@ -132,6 +136,7 @@ class FakeServer final : public ServerExchange {
   // What the client got.
   std::vector<unsigned> interims;
   unsigned status = 0;
+  std::vector<std::pair<std::string, std::string>> head_fields;  // of the final head
   std::string body;
   FieldList trailers;
   bool ended = false;
@@ -159,6 +164,7 @@ struct Script {
   bool hang = false;                // read_head waits until cancelled
   std::vector<unsigned> statuses{200};  // interim ones first
   std::vector<std::string> body{"hello"};
+  FieldList head_fields;            // on every head, as the app's codec read them
   FieldList trailers{{"grpc-status", "0"}};
   Staleness stale = Staleness::fresh;
   bool head_after_body = false;     // read_head waits until the request body has ended
@@ -213,7 +219,7 @@ class FakeClient final : public ClientExchange {
     co_return error_code{};
   }
   tcp::socket* raw_body_out() override { return seen_.ended ? nullptr : script_.raw_out; }
-  asio::awaitable<std::tuple<error_code, const http::response_header<>*>> read_head() override {
+  asio::awaitable<std::tuple<error_code, http::response_header<>*>> read_head() override {
     if (script_.head_after_body && !seen_.ended) {
       if (!seen_.cancelled) co_await wake_.async_wait(use_nothrow);
       if (!seen_.ended) co_return std::tuple{error_code(asio::error::operation_aborted), nullptr};
@@ -225,6 +231,7 @@ class FakeClient final : public ClientExchange {
     if (script_.head_error) co_return std::tuple{script_.head_error, nullptr};
     head_ = {};
     head_.result(script_.statuses[next_head_++]);
+    for (const auto& [name, value] : script_.head_fields) head_.insert(name, value);
     co_return std::tuple{error_code{}, &head_};
   }
   BodyInfo response_body() const override {
@@ -395,6 +402,26 @@ TEST_P(ForwarderPolicy, RelaysHeadBodyAndTrailersBothWaysWithTheHeaderPolicy) {
   EXPECT_EQ(s.record.status, 200);
   EXPECT_EQ(s.record.request_bytes, 4u);
   EXPECT_EQ(s.record.response_bytes, 5u);
+}
+
+TEST_P(ForwarderPolicy, AResponsesHopByHopFieldsStopHereWhateverProtocolEachSideSpeaks) {
+  // An app's codec passes on whatever the app sent (HTTP/1.1 apps may name fields in Connection); the
+  // forwarder's policy, not the downstream codec, removes them: the fake client side writes what it gets.
+  auto s = server();
+  connector.scripts.push_back({.head_fields = {{"Connection", "keep-alive, X-Hop-Secret"},
+                                               {"X-Hop-Secret", "leak"},
+                                               {"Keep-Alive", "timeout=5"},
+                                               {"Proxy-Connection", "keep-alive"},
+                                               {"Transfer-Encoding", "chunked"},
+                                               {"Upgrade", "h2c"},
+                                               {"Proxy-Authenticate", "Basic"},
+                                               {"Content-Length", "5"},
+                                               {"X-End-To-End", "kept"}}});
+  run(s);
+  ASSERT_EQ(s.status, 200u);
+  std::vector<std::string> names;
+  for (const auto& [n, v] : s.head_fields) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"Content-Length", "X-End-To-End"}));
 }
 
 TEST_P(ForwarderPolicy, AResponseBodyTheCodecKnowsHasEndedIsFinishedWithoutAnotherRead) {

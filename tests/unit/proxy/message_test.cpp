@@ -180,6 +180,7 @@ TEST(DownstreamResponse, RemovesHopByHopAndSetsFraming) {
   res.set(http::field::keep_alive, "timeout=4");
   res.set(http::field::transfer_encoding, "chunked");
   res.set("X-App", "yes");
+  remove_hop_fields(res, false);  // the forwarder's policy, as on every response; the framing is the codec's
   std::string out;
   format_downstream_response(out, res, Framing::chunked, std::nullopt, true, false, 11);
   EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
@@ -188,6 +189,40 @@ TEST(DownstreamResponse, RemovesHopByHopAndSetsFraming) {
   EXPECT_EQ(out.find("X-Up-Hop"), std::string::npos);
   EXPECT_EQ(out.find("Keep-Alive"), std::string::npos);
   EXPECT_EQ(out.find("Connection"), std::string::npos);
+}
+
+std::vector<std::string> names_of(const http::response_header<>& res) {
+  std::vector<std::string> names;
+  for (const auto& f : res) names.emplace_back(f.name_string());
+  return names;
+}
+
+TEST(ResponseHopPolicy, EveryConnectionFieldAndEveryNameTheyListLeaves) {
+  http::response_header<> res;
+  res.result(200);
+  res.insert(http::field::connection, "X-One");
+  res.insert("X-One", "1");
+  res.insert("X-Two", "2");
+  res.insert(http::field::connection, "x-two, close");  // a second Connection field lists names too
+  res.insert(http::field::proxy_authenticate, "Basic");
+  res.insert(http::field::content_length, "2");
+  res.insert("X-Three", "3");
+  remove_hop_fields(res, false);
+  EXPECT_EQ(names_of(res), (std::vector<std::string>{"Content-Length", "X-Three"}));
+}
+
+TEST(ResponseHopPolicy, UpgradeStaysOnlyOnA101ThatAnswersAnUpgrade) {
+  for (bool upgrading : {true, false}) {
+    http::response_header<> res;
+    res.result(101);
+    res.set(http::field::connection, "Upgrade");
+    res.set(http::field::upgrade, "websocket");
+    res.set("Sec-WebSocket-Accept", "x");
+    remove_hop_fields(res, upgrading);
+    EXPECT_EQ(res.count(http::field::upgrade), upgrading ? 1u : 0u);
+    EXPECT_EQ(res.count(http::field::connection), 0u);
+    EXPECT_EQ(res.count("Sec-WebSocket-Accept"), 1u);
+  }
 }
 
 TEST(DownstreamResponse, SaysCloseWhenTheConnectionEnds) {
