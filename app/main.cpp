@@ -9,7 +9,7 @@
 
 #include "app/modes.h"
 #include "common/config_error.h"
-#include "proxy/listen.h"
+#include "proxy/listen/listen.h"
 
 namespace {
 
@@ -39,7 +39,7 @@ void check_thread_cache_budget() {
 
 int main(int argc, char** argv) {
   // A peer that resets a connection is an error value on the write, never a signal: OpenSSL writes the
-  // TLS sockets itself (proxy/tls_socket.h) without MSG_NOSIGNAL. Children get the default back (spawn.cpp).
+  // TLS sockets itself (proxy/io/tls_socket.h) without MSG_NOSIGNAL. Children get the default back (spawn.cpp).
   std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string_view> args(argv + 1, argv + argc);
   // No mode is a person trying the binary: show what it does (the image's CMD names the sidecar mode).

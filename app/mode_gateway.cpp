@@ -32,9 +32,9 @@
 #include "app/gateway/watcher.h"
 #include "app/modes.h"
 #include "common/config_error.h"
-#include "common/log.h"
 #include "common/control_listener.h"
-#include "proxy/server.h"
+#include "common/log.h"
+#include "proxy/listen/server.h"
 #include "runtime/runtime.h"
 
 namespace sluice::app {

@@ -13,8 +13,8 @@
 #include "app/modes.h"
 #include "app/sidecar_config.h"
 #include "common/log.h"
-#include "proxy/control_plane.h"
-#include "proxy/server.h"
+#include "proxy/control/control_plane.h"
+#include "proxy/listen/server.h"
 #include "proxy/telemetry/metrics_pusher.h"
 
 namespace sluice::app {

@@ -66,6 +66,9 @@ std::vector<OptionSpec> sidecar_options() {
        "the app's status line + headers (default 10485760, as Go's http.Transport; 502 beyond)"},
       {"SLUICE_MAX_BODY_BYTES", "max-body-bytes", false, "request body, 0 = unlimited (default 0; 413 beyond)"},
       {"SLUICE_MAX_CONNECTIONS", "max-connections", false, "open client connections (default 10000)"},
+      {"SLUICE_LINGER_MS", "linger-ms", false,
+       "a connection closed with the client's bytes unread reads and drops them this long first (default 2000; 0: none)"},
+      {"SLUICE_LINGER_BYTES", "linger-bytes", false, "... and this many bytes at most (default 8388608)"},
       {"SLUICE_H2_MAX_CONCURRENT_STREAMS", "h2-max-concurrent-streams", false,
        "HTTP/2 streams open at once per client connection (default 100; beyond: RST_STREAM REFUSED_STREAM)"},
       {"SLUICE_H2_RESET_BURST", "h2-reset-burst", false,
@@ -332,6 +335,8 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   l.max_response_header_bytes = static_cast<std::size_t>(
       o.get_int("SLUICE_MAX_RESPONSE_HEADER_BYTES", 10 << 20, 1024, 64 << 20));
   l.max_connections = static_cast<std::size_t>(o.get_int("SLUICE_MAX_CONNECTIONS", 10000, 1, 10'000'000));
+  l.linger = std::chrono::milliseconds(o.get_int("SLUICE_LINGER_MS", 2000, 0, 600'000));
+  l.linger_bytes = static_cast<std::size_t>(o.get_int("SLUICE_LINGER_BYTES", 8 << 20, 0, INT64_MAX));
   auto& h2 = l.h2;
   h2.max_concurrent_streams =
       static_cast<std::uint32_t>(o.get_int("SLUICE_H2_MAX_CONCURRENT_STREAMS", 100, 1, 1'000'000));

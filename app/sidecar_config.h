@@ -7,8 +7,8 @@
 #include "app/readiness_config.h"
 #include "metrics/request_metrics.h"
 #include "proxy/config.h"
-#include "proxy/control_plane.h"
-#include "proxy/server.h"
+#include "proxy/control/control_plane.h"
+#include "proxy/listen/server.h"
 #include "proxy/telemetry/config.h"
 
 namespace sluice::app {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "common/ascii.h"
 #include "common/config_error.h"
 
 namespace sluice::app {
@@ -46,12 +47,6 @@ constexpr GroupName kGroups[] = {
     {"CurveP521", "P-521"}, {"P-521", "P-521"}, {"X25519", "X25519"},
     {"X25519MLKEM768", "X25519MLKEM768"},  // OpenSSL 3.5 and later
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 template <class F>
 void for_each_name(std::string_view list, F&& f) {

@@ -3,16 +3,11 @@
 
 #include <string>
 
+#include "common/ascii.h"
 #include "common/config_error.h"
 
 namespace sluice::autoscaler {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 std::string_view unquote(std::string_view s) {
   if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
@@ -31,15 +26,15 @@ ConfigData parse_config_text(std::string_view text, std::string_view source) {
     std::string_view line = text.substr(0, eol);
     text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
     ++line_no;
-    line = trim(line);
+    line = trim(line, kLineSpace);
     if (line.empty() || line.front() == '#' || line == "data:") continue;
     const auto where = std::string(source) + " line " + std::to_string(line_no);
     const auto colon = line.find(':');
     if (colon == std::string_view::npos) {
       throw ConfigError(where + ": '" + std::string(line) + "' is not allowed: expected 'key: value'");
     }
-    const auto key = std::string(trim(line.substr(0, colon)));
-    const auto value = std::string(unquote(trim(line.substr(colon + 1))));
+    const auto key = std::string(trim(line.substr(0, colon), kLineSpace));
+    const auto value = std::string(unquote(trim(line.substr(colon + 1), kLineSpace)));
     if (key.empty()) throw ConfigError(where + ": a key is missing before ':'");
     if (!data.emplace(key, value).second) {
       throw ConfigError(where + ": key '" + key + "' is repeated");

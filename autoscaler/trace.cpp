@@ -5,22 +5,17 @@
 #include <cmath>
 #include <string>
 
+#include "common/ascii.h"
 #include "common/config_error.h"
 
 namespace sluice::autoscaler {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> fields;
   while (true) {
     const auto comma = line.find(',');
-    fields.push_back(trim(line.substr(0, comma)));
+    fields.push_back(trim(line.substr(0, comma), kLineSpace));
     if (comma == std::string_view::npos) break;
     line.remove_prefix(comma + 1);
   }
@@ -42,7 +37,7 @@ std::vector<TracePoint> parse_trace(std::string_view csv, std::string_view sourc
   bool first_row = true;
   while (!csv.empty()) {
     const auto eol = csv.find('\n');
-    const std::string_view line = trim(csv.substr(0, eol));
+    const std::string_view line = trim(csv.substr(0, eol), kLineSpace);
     csv = eol == std::string_view::npos ? std::string_view{} : csv.substr(eol + 1);
     ++line_no;
     if (line.empty() || line.front() == '#') continue;

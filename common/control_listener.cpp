@@ -4,8 +4,8 @@
 #include <ctime>
 #include <tuple>
 
-#include "common/log.h"
 #include "common/listen.h"
+#include "common/log.h"
 
 namespace sluice::net {
 namespace {

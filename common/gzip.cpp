@@ -5,14 +5,10 @@
 
 #include <charconv>
 
+#include "common/ascii.h"
+
 namespace sluice::net {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool iequal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -27,6 +27,10 @@ struct Limits {
   std::size_t max_connections = 10000;       // per process; further accepts are closed at once
   std::size_t max_response_header_bytes = 64 * 1024;  // from the app (502 beyond)
   h2::AbuseLimits h2;  // what one HTTP/2 client connection may do before GOAWAY
+  // A connection that ends with the client's bytes unread (after an error answer, or a GOAWAY) reads and
+  // drops them this long and this much at most before closing (listen/linger.h); 0 ms = close at once.
+  std::chrono::milliseconds linger{2000};
+  std::size_t linger_bytes = 8 * 1024 * 1024;
 };
 
 struct Timeouts {

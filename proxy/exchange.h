@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "proxy/asio.h"
-#include "proxy/probe.h"
+#include "proxy/control/probe.h"
 
 namespace sluice::proxy {
 

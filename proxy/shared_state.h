@@ -7,13 +7,13 @@
 
 #include "metrics/request_metrics.h"
 #include "metrics/request_stats.h"
-#include "proxy/breaker.h"
 #include "proxy/config.h"
-#include "proxy/drain.h"
-#include "proxy/instance_set.h"
-#include "proxy/readiness_probe.h"
+#include "proxy/control/drain.h"
+#include "proxy/control/readiness_probe.h"
+#include "proxy/forward/breaker.h"
+#include "proxy/forward/instance_set.h"
+#include "proxy/listen/tls.h"
 #include "proxy/telemetry/tracer.h"
-#include "proxy/tls.h"
 
 namespace sluice::proxy {
 

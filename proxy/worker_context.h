@@ -9,14 +9,14 @@
 #include <unordered_set>
 
 #include "common/watchdog.h"
-#include "proxy/completion.h"
 #include "proxy/config.h"
-#include "proxy/forwarder.h"
+#include "proxy/forward/forwarder.h"
+#include "proxy/forward/headers.h"
 #include "proxy/h1/client.h"
 #include "proxy/h2/client.h"
-#include "proxy/headers.h"
+#include "proxy/io/completion.h"
+#include "proxy/io/splice.h"
 #include "proxy/shared_state.h"
-#include "proxy/splice.h"
 
 namespace sluice::proxy {
 

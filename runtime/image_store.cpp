@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/ascii.h"
 #include "runtime/layer_unpack.h"
 #include "runtime/spawn.h"
 
@@ -31,10 +32,11 @@ namespace {
 constexpr std::uintmax_t kMaxJson = 4u << 20;  // index, manifest and config blobs are small documents
 constexpr std::string_view kRefName = "org.opencontainers.image.ref.name";
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  auto nl = s.rfind('\n');  // a tool's last line says the most
-  return nl == std::string::npos ? s : s.substr(nl + 1);
+// A tool's last line of output, which says the most.
+std::string last_line(const std::string& s) {
+  const auto text = trim(s, kLineSpace);
+  const auto nl = text.rfind('\n');
+  return std::string(nl == std::string_view::npos ? text : text.substr(nl + 1));
 }
 
 bool is_hex_digest(std::string_view d) {
@@ -489,13 +491,13 @@ std::optional<Image> ImageStore::from_podman(const std::string& ref, std::string
     error = "image '" + ref + "' is not an OCI layout path (oci:DIR or /DIR) and " +
             (rc < 0 && out.find("No such file") != std::string::npos
                  ? std::string("podman, for the local image store, is not installed")
-                 : "not in the local podman store (" + trim(out) + ")") +
+                 : "not in the local podman store (" + last_line(out) + ")") +
             "; build it with podman, or give the container a command:";
     return std::nullopt;
   }
-  const std::string id = "sha256:" + trim(out);
+  const std::string id = "sha256:" + last_line(out);
   if (!is_hex_digest(id)) {
-    error = "image '" + ref + "': podman gave the id '" + trim(out) + "'";
+    error = "image '" + ref + "': podman gave the id '" + last_line(out) + "'";
     return std::nullopt;
   }
   if (auto hit = cached(ref, id)) return hit;
@@ -510,7 +512,7 @@ std::optional<Image> ImageStore::from_podman(const std::string& ref, std::string
   rc = run_helper({"podman", "save", "--format", "oci-archive", "-o", (aside / "image.tar").string(), ref}, out);
   if (rc != 0) {
     discard();
-    error = "image '" + ref + "': podman save failed: " + trim(out);
+    error = "image '" + ref + "': podman save failed: " + last_line(out);
     return std::nullopt;
   }
   int archive = ::open((aside / "image.tar").c_str(), O_RDONLY | O_CLOEXEC);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "common/ascii.h"
 #include "runtime/exec.h"
 #include "runtime/oci_bundle.h"
 #include "runtime/spawn.h"
@@ -20,10 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
 
 class OciTask : public Task {
  public:
@@ -47,7 +44,7 @@ class OciTask : public Task {
     std::string out;
     // Resuming a container that is not paused is an error for the CLI, not for us.
     if (cli({"resume", container_}, &out) == 0 || out.find("not paused") != std::string::npos) return true;
-    error = trim(out);
+    error = std::string(trim(out, kLineSpace));
     return false;
   }
   std::string throttle_name() const override { return fs::path(binary_).filename().string() + "-pause"; }
@@ -77,7 +74,7 @@ class OciTask : public Task {
   bool cli_ok(std::vector<std::string> args, std::string& error) {
     std::string out;
     if (cli(std::move(args), &out) == 0) return true;
-    error = trim(out);
+    error = std::string(trim(out, kLineSpace));
     return false;
   }
 
@@ -138,7 +135,7 @@ std::optional<std::string> OciHandler::unavailable_reason() {
     std::string ignored;
     run_helper({path_, "--root", state_root_.string(), "delete", "--force", id}, ignored);
     verdict_ = rc == 0 ? std::optional<std::string>()
-                       : std::optional<std::string>(name_ + " failed a trivial bundle: " + trim(out));
+                       : std::optional<std::string>(name_ + " failed a trivial bundle: " + std::string(trim(out, kLineSpace)));
   }
   fs::remove_all(bundle, ec);
   return *verdict_;

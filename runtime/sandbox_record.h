@@ -7,8 +7,8 @@
 #include <string>
 
 #include "runtime/handler.h"
-#include "runtime/reactor.h"
 #include "runtime/pod_cgroup.h"
+#include "runtime/reactor.h"
 #include "runtime/runtime.h"
 #include "runtime/sandbox_lease.h"
 #include "runtime/sandbox_net.h"

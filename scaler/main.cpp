@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/config_error.h"
-#include "common/log.h"
 #include "common/control_listener.h"
+#include "common/log.h"
 #include "scaler/grpc_service.h"
 #include "scaler/scaled_objects.h"
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "common/ascii.h"
 #include "common/config_error.h"
 
 namespace sluice::scaler {
@@ -16,12 +17,6 @@ constexpr std::string_view kAnnotationPrefix = "autoscaling.knative.dev/";
 // The external trigger's own keys, which KEDA passes along with the rest of the metadata.
 constexpr std::array<std::string_view, 6> kKedaKeys = {"scalerAddress", "tlsCertFile", "caCert",
                                                        "tlsClientCert", "tlsClientKey", "unsafeSsl"};
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
-  return s;
-}
 
 [[noreturn]] void bad_sidecars(const std::string& value, std::string_view why) {
   throw ConfigError(std::string(kSidecarsKey) + ": '" + value + "' is not allowed: " + std::string(why));
@@ -67,7 +62,7 @@ std::vector<SidecarAddress> parse_sidecars(const std::string& value) {
   std::string_view rest = value;
   while (true) {
     const auto comma = rest.find(',');
-    const auto entry = trim(rest.substr(0, comma));
+    const auto entry = trim(rest.substr(0, comma), kLineSpace);
     if (entry.empty()) {
       bad_sidecars(value, "expected host[:port] entries separated by commas (a headless Service's DNS name, "
                           "or pod addresses), port 9090 by default");

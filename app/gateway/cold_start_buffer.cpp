@@ -7,7 +7,7 @@
 
 #include "app/gateway/fleet.h"
 #include "common/log.h"
-#include "proxy/failure.h"
+#include "proxy/forward/failure.h"
 
 namespace sluice::app::gateway {
 

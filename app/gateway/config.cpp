@@ -8,8 +8,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "common/ascii.h"
 #include "app/gateway/yaml_fields.h"
+#include "common/ascii.h"
 #include "common/config_error.h"
 #include "runtime/sandbox_net.h"
 

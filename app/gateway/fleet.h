@@ -34,7 +34,7 @@
 #include "app/gateway/pods.h"
 #include "app/gateway/revision.h"
 #include "app/gateway/router.h"
-#include "proxy/instance_set.h"
+#include "proxy/forward/instance_set.h"
 #include "runtime/image_store.h"
 #include "runtime/runtime_service.h"
 

@@ -11,7 +11,7 @@
 
 #include "app/gateway/fleet.h"
 #include "common/log.h"
-#include "proxy/readiness_probe.h"
+#include "proxy/control/readiness_probe.h"
 
 namespace sluice::app::gateway {
 namespace {

@@ -22,7 +22,7 @@
 #include "autoscaler/kpa.h"
 #include "common/wait_queue.h"
 #include "metrics/request_stats.h"
-#include "proxy/instance_set.h"
+#include "proxy/forward/instance_set.h"
 
 namespace sluice::app::gateway {
 

@@ -13,7 +13,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "proxy/h1/strict.h"
-#include "proxy/listen.h"
+#include "proxy/listen/listen.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -24,11 +24,6 @@ bool looks_alive(tcp::socket& s) {
   char c;
   ssize_t n = ::recv(s.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
-
-bool closed_by_peer(error_code ec) {
-  return ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe;
 }
 
 }  // namespace
@@ -214,7 +209,7 @@ void ClientConnection::cancel() {
 }
 
 Staleness ClientConnection::stale() const {
-  return reused_ && !got_response_bytes_ && closed_by_peer(failure_) ? Staleness::maybe_processed : Staleness::fresh;
+  return reused_ && !got_response_bytes_ && peer_closed(failure_) ? Staleness::maybe_processed : Staleness::fresh;
 }
 
 bool ClientConnection::reusable() const {

@@ -4,10 +4,10 @@
 #include <charconv>
 #include <cstring>
 
-#include "proxy/field_value.h"
+#include "proxy/forward/headers.h"
+#include "proxy/forward/request_fields.h"
 #include "proxy/h1/strict.h"
-#include "proxy/headers.h"
-#include "proxy/request_fields.h"
+#include "proxy/io/field_value.h"
 
 namespace sluice::proxy::h1 {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "proxy/asio.h"
 #include "proxy/exchange.h"
-#include "proxy/headers.h"
+#include "proxy/forward/headers.h"
 
 namespace sluice::proxy::h1 {
 
@@ -46,10 +46,6 @@ struct LocalResponseExtras {
 // unless `extras.exact_body`.
 void format_local_response(std::string& out, unsigned status, std::string_view body, bool keep_alive,
                            std::string_view request_id = {}, const LocalResponseExtras& extras = {});
-
-// 1xx responses other than 101 are interim: 100 is swallowed (sluice answered the client's
-// Expect itself), others (103 Early Hints) are passed on.
-inline bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
 
 // How the app delimits its response body.
 Framing response_framing(const ResponseParser& p, bool head_request);

@@ -8,28 +8,19 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "common/log.h"
-#include "proxy/field_value.h"
-#include "proxy/forwarder.h"
+#include "proxy/forward/forwarder.h"
+#include "proxy/forward/headers.h"
 #include "proxy/h1/strict.h"
 #include "proxy/h2/server.h"
-#include "proxy/headers.h"
+#include "proxy/io/field_value.h"
+#include "proxy/listen/linger.h"
 
 namespace sluice::proxy::h1 {
 namespace {
 
 constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
-// After an error answer that leaves request bytes unread, keep reading (and dropping) them for a
-// while, as nginx's lingering close does: closing with unread data sends a reset that can destroy
-// the answer before the client reads it.
-constexpr auto kLingerTime = std::chrono::seconds(2);
-constexpr std::size_t kLingerBytes = 8 * 1024 * 1024;
 
 bool is_timeout_like(error_code ec) { return ec == asio::error::operation_aborted || ec == asio::error::timed_out; }
-
-bool client_went_away(error_code ec) {
-  return ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == http::error::end_of_stream;
-}
 
 // Maps a request parse error to the status sluice answers with.
 unsigned status_for_parse_error(error_code ec) {
@@ -50,23 +41,16 @@ bool is_parse_error(error_code ec) {
 Connection::Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes)
     : worker_(worker),
       down_(std::move(socket)),
+      peer_(peer_name(down_.socket())),
       watchdog_(worker.watchdogs, *this),
       scratch_down_(worker.config.io_buffer_bytes),
       scratch_up_(worker.config.io_buffer_bytes),
       watch_done_(down_.get_executor()) {
   error_code ec;
-  auto ep = down_.remote_endpoint(ec);
-  if (!ec) {
-    auto addr = ep.address();
-    if (addr.is_v6() && addr.to_v6().is_v4_mapped()) addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
-    peer_address_ = addr.to_string();
-    peer_ = addr.is_v6() ? "[" + peer_address_ + "]:" + std::to_string(ep.port())
-                         : peer_address_ + ":" + std::to_string(ep.port());
-  }
   down_.set_option(tcp::no_delay(true), ec);
   if (!initial_bytes.empty())
     down_buffer_.commit(asio::buffer_copy(down_buffer_.prepare(initial_bytes.size()), asio::buffer(initial_bytes)));
-  record.peer = peer_;
+  record.peer = peer_.peer;
   worker_.connections.insert(this);
 }
 
@@ -99,14 +83,13 @@ void Connection::on_deadline() {
 
 asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes) {
   std::optional<h2::Handover> h2c;
-  std::string peer_address, peer;
+  PeerName peer;
   {
     Connection c(worker, std::move(socket), initial_bytes);
     h2c = co_await c.run();
-    peer_address = c.peer_address_;
-    peer = c.peer_;
+    peer = std::move(c.peer_);
   }
-  if (h2c) co_await h2::serve(worker, *h2c, peer_address, peer);
+  if (h2c) co_await h2::serve(worker, *h2c, peer);
 }
 
 asio::awaitable<std::optional<h2::Handover>> Connection::run() {
@@ -137,7 +120,7 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
     if (ec) {
       // A client that leaves (or idles out) between requests gets no answer; a malformed or
       // oversized head gets one, then the connection closes since its framing cannot be trusted.
-      if (client_went_away(ec) || is_timeout_like(ec) || !is_parse_error(ec)) break;
+      if (peer_closed(ec) || is_timeout_like(ec) || !is_parse_error(ec)) break;
       record.status = 0;
       record.request_bytes = record.response_bytes = 0;
       record.method.clear();
@@ -150,7 +133,7 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
                            : status == 413 ? "request body too large"
                            : status == 400 ? "bad request: " + ec.message()
                                            : ec.message();
-      log::info("request rejected").kv("peer", peer_).kv("status", static_cast<std::int64_t>(status)).kv("reason", reason);
+      log::info("request rejected").kv("peer", peer_.peer).kv("status", static_cast<std::int64_t>(status)).kv("reason", reason);
       co_await respond_locally(status, reason);
       break;
     }
@@ -167,7 +150,7 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
     co_await end_watch();
   }
   down_.shutdown(tcp::socket::shutdown_send, ec);
-  if (linger_ && !ec) co_await linger();
+  if (linger_ && !ec) co_await linger(down_, scratch_down_.get(), worker_.config.limits);
   down_.close(ec);
   co_return std::nullopt;
 }
@@ -251,21 +234,6 @@ asio::awaitable<bool> Connection::upgrade_to_h2c() {
   upgrade_.emplace(
       h2::UpgradeRequest{.settings = std::move(*settings), .request = std::move(stream1), .body = std::move(payload)});
   co_return true;
-}
-
-asio::awaitable<void> Connection::linger() {
-  using namespace asio::experimental::awaitable_operators;
-  auto discard = [this]() -> asio::awaitable<void> {
-    std::span<char> buf = scratch_down_.get();
-    std::size_t total = 0;
-    while (total < kLingerBytes) {
-      auto [ec, n] = co_await down_.async_read_some(asio::buffer(buf.data(), buf.size()), use_nothrow);
-      if (ec) co_return;
-      total += n;
-    }
-  };
-  asio::steady_timer limit(down_.get_executor(), kLingerTime);
-  co_await (discard() || limit.async_wait(use_nothrow));
 }
 
 void Connection::watch_client() {

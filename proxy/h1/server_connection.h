@@ -13,7 +13,8 @@
 #include "proxy/h1/message.h"
 #include "proxy/h1/scratch.h"
 #include "proxy/h2/handover.h"
-#include "proxy/notifier.h"
+#include "proxy/io/notifier.h"
+#include "proxy/listen/peer.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy::h1 {
@@ -32,7 +33,7 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   // ServerExchange: the request being served.
   http::request_header<>& request() override { return parser_->get().base(); }
   BodyInfo request_body() const override { return body_info_; }
-  std::string_view peer_address() const override { return peer_address_; }
+  std::string_view peer_address() const override { return peer_.address; }
   bool is_tls() const override { return down_.is_tls(); }
   asio::awaitable<BodyRead> read_body() override;
   void consume_body(std::size_t n) override;
@@ -59,7 +60,6 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   // Serves one parsed request; returns whether the connection may carry another.
   asio::awaitable<bool> exchange();
   asio::awaitable<void> respond_locally(unsigned status, std::string_view body);
-  asio::awaitable<void> linger();
   asio::awaitable<bool> upgrade_to_h2c();
   asio::awaitable<error_code> write_all(std::string_view bytes);
   template <class ConstBuffers>
@@ -77,8 +77,7 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   WorkerContext& worker_;
   Downstream down_;
   beast::flat_buffer down_buffer_;
-  std::string peer_address_;  // client IP
-  std::string peer_;          // client ip:port
+  PeerName peer_;
   net::Watchdog watchdog_;         // header and keep-alive deadlines (the forwarder keeps the exchange's)
   ScratchBuffer scratch_down_, scratch_up_;  // chunked decoding and tunnels, allocated on first use
   std::string head_;                         // the response head being written, reused across exchanges

@@ -5,12 +5,12 @@
 #include <array>
 #include <cstdio>
 
+#include "proxy/control/probe.h"
+#include "proxy/forward/headers.h"
 #include "proxy/h1/server_connection.h"
 #include "proxy/h1/strict.h"
 #include "proxy/h1/tunnel.h"
-#include "proxy/headers.h"
-#include "proxy/probe.h"
-#include "proxy/send_now.h"
+#include "proxy/io/send_now.h"
 
 namespace sluice::proxy::h1 {
 

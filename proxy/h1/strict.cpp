@@ -5,7 +5,8 @@
 #include <cstring>
 #include <string>
 
-#include "proxy/headers.h"
+#include "common/ascii.h"
+#include "proxy/forward/headers.h"
 
 namespace sluice::proxy::h1 {
 namespace {
@@ -91,12 +92,6 @@ bool valid_host(std::string_view h) {
   for (char c : h.substr(i + 1))
     if (!is_digit(c)) return false;
   return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 // The authority of an absolute-form target ("http://host:port/path" → "host:port"), userinfo dropped.
@@ -268,7 +263,7 @@ error_code check_request_fields(const http::request_header<>& req) {
   const unsigned version = req.version();
   std::size_t hosts = 0;
   std::string_view host;
-  // The activator's K-Original-Host becomes the app's Host (proxy/request_fields.cpp): the same syntax holds.
+  // The activator's K-Original-Host becomes the app's Host (proxy/forward/request_fields.cpp): the same syntax holds.
   std::optional<std::string_view> original_host;
   for (const auto& f : req) {
     if (f.name() == http::field::host) {

@@ -1,8 +1,8 @@
 // After a 101 Switching Protocols: bytes flow both ways untouched until both sides are done.
 #pragma once
 
-#include "proxy/downstream.h"
 #include "proxy/h1/scratch.h"
+#include "proxy/listen/downstream.h"
 
 namespace sluice::proxy::h1 {
 

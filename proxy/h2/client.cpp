@@ -8,9 +8,9 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "common/ascii.h"
-#include "proxy/field_value.h"
+#include "proxy/forward/headers.h"
 #include "proxy/h2/client_connection.h"
-#include "proxy/headers.h"
+#include "proxy/io/field_value.h"
 
 namespace sluice::proxy::h2 {
 

@@ -5,7 +5,7 @@
 #include <charconv>
 
 #include "common/log.h"
-#include "proxy/field_value.h"
+#include "proxy/io/field_value.h"
 
 namespace sluice::proxy::h2 {
 namespace {
@@ -133,7 +133,7 @@ int ClientConnection::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f,
 bool ClientConnection::start() {
   const std::vector<nghttp2_settings_entry> settings = {
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kStreamWindow)},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kClientWindows.stream)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_header_bytes_)},
   };
   const WireCallbacks callbacks{.on_begin_headers = &on_begin_headers,
@@ -142,7 +142,7 @@ bool ClientConnection::start() {
                                 .on_data_chunk = &on_data_chunk,
                                 .on_stream_close = &on_stream_close,
                                 .on_invalid_frame = &on_invalid_frame};
-  return wire_.start(Wire::Role::client, callbacks, this, settings, kConnectionWindow);
+  return wire_.start(Wire::Role::client, callbacks, this, settings, kClientWindows.connection);
 }
 
 asio::awaitable<void> ClientConnection::connect(std::shared_ptr<ClientConnection> self, tcp::endpoint endpoint,

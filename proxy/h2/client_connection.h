@@ -8,14 +8,10 @@
 
 #include "proxy/exchange.h"
 #include "proxy/h2/wire.h"
-#include "proxy/notifier.h"
+#include "proxy/io/notifier.h"
 
 namespace sluice::proxy::h2 {
 
-// Per-stream receive window: how much of a response may wait in sluice for a slow client.
-inline constexpr std::int32_t kStreamWindow = 256 * 1024;
-// The connection's: room for many streams' windows, so one slow client does not stall the others.
-inline constexpr std::int32_t kConnectionWindow = 64 * 1024 * 1024;
 // Request body bytes queued per stream before write() waits.
 inline constexpr std::size_t kSendBuffer = 64 * 1024;
 // Streams per connection before another connection is opened (the app's own limit when lower).

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/downstream.h"
+#include "proxy/listen/downstream.h"
 
 namespace sluice::proxy::h2 {
 

@@ -5,14 +5,13 @@
 #pragma once
 
 #include "proxy/h2/handover.h"
+#include "proxy/listen/peer.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy::h2 {
 
-// Runs the connection to its end, taking the socket out of `handover`. `peer_address` is the client
-// IP, `peer` its ip:port. (References, not values: GCC 12 destroys by-value temporaries of a
-// co_await expression twice.)
-asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const std::string& peer_address,
-                            const std::string& peer);
+// Runs the connection to its end, taking the socket out of `handover`; `peer` names the client. (References,
+// not values: GCC 12 destroys by-value temporaries of a co_await expression twice.)
+asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const PeerName& peer);
 
 }  // namespace sluice::proxy::h2

@@ -18,7 +18,7 @@ int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int erro
 bool Session::reject_stream(std::int32_t id, std::string_view why) {
   if (!rejection_logged_) {  // once per connection: a flood of them ends in end_abusive()'s line
     rejection_logged_ = true;
-    log::info("h2 stream rejected").kv("peer", peer_).kv("stream", id).kv("reason", why);
+    log::info("h2 stream rejected").kv("peer", peer_.peer).kv("stream", id).kv("reason", why);
   }
   if (guard_.stream_rejected()) return true;
   end_abusive(NGHTTP2_ENHANCE_YOUR_CALM, why);
@@ -28,7 +28,7 @@ bool Session::reject_stream(std::int32_t id, std::string_view why) {
 void Session::end_abusive(std::uint32_t code, std::string_view why, bool cut) {
   if (broken_) return;
   log::warn("h2 connection closed")
-      .kv("peer", peer_)
+      .kv("peer", peer_.peer)
       .kv("limit", guard_.violation().empty() ? std::string_view("-") : guard_.violation())
       .kv("reason", why)
       .kv("goaway", nghttp2_http2_strerror(code));

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "proxy/field_value.h"
+#include "proxy/io/field_value.h"
 
 namespace sluice::proxy::h2 {
 

@@ -8,28 +8,20 @@
 #include <vector>
 
 #include "common/log.h"
-#include "proxy/completion.h"
-#include "proxy/field_value.h"
-#include "proxy/forwarder.h"
+#include "proxy/forward/forwarder.h"
+#include "proxy/forward/headers.h"
+#include "proxy/forward/request_fields.h"
 #include "proxy/h1/message.h"
 #include "proxy/h2/server.h"
 #include "proxy/h2/validate.h"
-#include "proxy/headers.h"
-#include "proxy/request_fields.h"
+#include "proxy/io/completion.h"
+#include "proxy/io/field_value.h"
+#include "proxy/listen/linger.h"
 
 namespace sluice::proxy::h2 {
-namespace {
-
-// Per-stream receive window: how much of a request body may wait in sluice for the app.
-constexpr std::int32_t kServerStreamWindow = 256 * 1024;
-constexpr std::int32_t kServerConnectionWindow = 4 * 1024 * 1024;
-
-}  // namespace
-
-Session::Session(WorkerContext& worker, Downstream socket, std::string peer_address, std::string peer)
+Session::Session(WorkerContext& worker, Downstream socket, PeerName peer)
     : worker_(worker),
       socket_(std::move(socket)),
-      peer_address_(std::move(peer_address)),
       peer_(std::move(peer)),
       wire_(socket_.get_executor()),
       streams_finished_(socket_.get_executor()),
@@ -46,7 +38,7 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
   const auto& limits = worker_.config.limits;
   const std::vector<nghttp2_settings_entry> settings = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.h2.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kServerStreamWindow)},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kServerWindows.stream)},
       {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(limits.max_header_bytes)},
   };
   const WireCallbacks callbacks{.on_begin_headers = &Session::on_begin_headers,
@@ -56,7 +48,7 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
                                 .on_stream_close = &Session::on_stream_close,
                                 .on_begin_frame = &Session::on_begin_frame,
                                 .on_invalid_frame = &Session::on_invalid_frame};
-  if (!wire_.start(Wire::Role::server, callbacks, this, settings, kServerConnectionWindow,
+  if (!wire_.start(Wire::Role::server, callbacks, this, settings, kServerWindows.connection,
                    [this](nghttp2_option* opt) { guard_.configure(opt); }))
     return false;
   if (upgraded) {
@@ -143,7 +135,7 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
 // exchange's coroutine is the forwarder's own (a frame less per request).
 void Session::launch(Stream& s) {
   s.record.start = Clock::now();
-  s.record.peer = peer_;
+  s.record.peer = peer_.peer;
   s.record.protocol = "HTTP/2.0";
   if (s.state == Stream::State::closed) return;  // reset in the same read as its HEADERS: nothing to forward
   if (!s.has_method || !s.has_path) {  // nghttp2 checks the rest of the pseudo-header rules
@@ -300,30 +292,12 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   stall_timer_.cancel();
   co_await stall_done.wait();
   socket_.shutdown(tcp::socket::shutdown_send, ignore);
-  if (!client_closed) co_await linger(buf);
+  if (!client_closed) co_await linger(socket_, buf, worker_.config.limits);
   socket_.close(ignore);
 }
 
-// A lingering close, as nginx does: closing with unread bytes from the client makes the kernel send a
-// RST, and a RST can make the client's kernel drop our GOAWAY (and last frames) before the client reads
-// them. So what the client still sends is read and dropped until it closes, for 1 s and 1 MiB at most.
-asio::awaitable<void> Session::linger(std::vector<char>& buf) {
-  using namespace asio::experimental::awaitable_operators;
-  constexpr std::size_t kMaxBytes = 1 << 20;
-  asio::steady_timer limit(socket_.get_executor(), std::chrono::seconds(1));
-  auto drain = [this, &buf]() -> asio::awaitable<void> {
-    for (std::size_t total = 0; total < kMaxBytes;) {
-      auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
-      if (ec) co_return;
-      total += n;
-    }
-  };
-  co_await (drain() || limit.async_wait(use_nothrow));
-}
-
-asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const std::string& peer_address,
-                            const std::string& peer) {
-  Session session(worker, std::move(handover.socket), peer_address, peer);
+asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const PeerName& peer) {
+  Session session(worker, std::move(handover.socket), peer);
   co_await session.run(handover.initial_bytes, handover.upgrade);
 }
 

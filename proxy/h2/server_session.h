@@ -7,18 +7,19 @@
 #include <optional>
 #include <string>
 
-#include "proxy/downstream.h"
 #include "proxy/h2/guard.h"
 #include "proxy/h2/handover.h"
 #include "proxy/h2/server_stream.h"
 #include "proxy/h2/wire.h"
+#include "proxy/listen/downstream.h"
+#include "proxy/listen/peer.h"
 #include "proxy/worker_context.h"
 
 namespace sluice::proxy::h2 {
 
 class Session final : public ConnectionHandle {
  public:
-  Session(WorkerContext& worker, Downstream socket, std::string peer_address, std::string peer);
+  Session(WorkerContext& worker, Downstream socket, PeerName peer);
   ~Session();
 
   asio::awaitable<void> run(const std::string& initial, std::optional<UpgradeRequest>& upgrade);
@@ -35,7 +36,7 @@ class Session final : public ConnectionHandle {
     else wire_.want_write();
   }
   void retire(std::unique_ptr<SendQueue> q) { wire_.retire(std::move(q)); }
-  const std::string& peer_address() const { return peer_address_; }
+  const std::string& peer_address() const { return peer_.address; }
   // Streams whose exchange is still running (the fuzz target waits for them before its client leaves).
   std::size_t exchanges_running() const { return running_; }
   bool is_tls() const { return socket_.is_tls(); }
@@ -66,7 +67,6 @@ class Session final : public ConnectionHandle {
   void launch(Stream& s);
   void forget_if_done(Stream& s);
   asio::awaitable<void> idle_watch();
-  asio::awaitable<void> linger(std::vector<char>& buf);
   // Answers a request refused before forwarding (431, a bad Host, ...), then logs it.
   asio::awaitable<void> refuse(Stream& s, LocalAnswer answer);
   bool done() const { return !wire_.wants_io(); }
@@ -74,7 +74,7 @@ class Session final : public ConnectionHandle {
 
   WorkerContext& worker_;
   Downstream socket_;
-  std::string peer_address_, peer_;
+  PeerName peer_;
   Wire wire_;                 // before the streams: their send queues retire into it
   std::list<Stream> streams_;  // open, or closed with their exchange still running
   std::size_t open_streams_ = 0;  // not closed by nghttp2 yet

@@ -9,7 +9,7 @@
 
 #include "proxy/exchange.h"
 #include "proxy/h2/wire.h"
-#include "proxy/notifier.h"
+#include "proxy/io/notifier.h"
 
 namespace sluice::proxy::h2 {
 

@@ -20,10 +20,22 @@
 
 #include "proxy/asio.h"
 #include "proxy/exchange.h"
-#include "proxy/notifier.h"
-#include "proxy/send_now.h"
+#include "proxy/io/notifier.h"
+#include "proxy/io/send_now.h"
 
 namespace sluice::proxy::h2 {
+
+// The receive windows sluice advertises, by its role on the connection: how much of a body may wait in
+// sluice on its way. A stream's window bounds one exchange; the connection's leaves room for many
+// streams' windows at once, so that one slow peer does not stall the others.
+struct ReceiveWindows {
+  std::int32_t stream;
+  std::int32_t connection;
+};
+// As the server, for request bodies waiting for the app.
+inline constexpr ReceiveWindows kServerWindows{.stream = 256 * 1024, .connection = 4 * 1024 * 1024};
+// As the h2c client, for responses waiting for a slow client.
+inline constexpr ReceiveWindows kClientWindows{.stream = 256 * 1024, .connection = 64 * 1024 * 1024};
 
 class Wire;
 

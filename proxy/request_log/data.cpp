@@ -6,7 +6,7 @@
 #include <charconv>
 #include <span>
 
-#include "proxy/field_value.h"
+#include "proxy/io/field_value.h"
 #include "proxy/request_log/go_format.h"
 
 namespace sluice::proxy::request_log {

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "proxy/asio.h"
-#include "proxy/tls_client.h"
+#include "proxy/io/tls_client.h"
 
 namespace sluice::proxy::telemetry {
 

@@ -1,4 +1,4 @@
-// A blocking client connection, plain TCP or TLS (proxy/tls_client.h), whose every operation ends by a
+// A blocking client connection, plain TCP or TLS (proxy/io/tls_client.h), whose every operation ends by a
 // deadline: what the export thread talks to a collector with. A collector that is down, slow or not
 // trusted costs the export thread time, never a worker.
 #pragma once

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <random>
 
+#include "proxy/io/field_value.h"
+
 namespace sluice::proxy::telemetry {
 namespace {
 
@@ -32,11 +34,6 @@ bool parse_hex(std::string_view s, std::array<std::uint8_t, N>& out) {
   for (auto b : out)
     if (b != 0) return true;
   return false;  // all zeroes is invalid
-}
-
-std::string_view field(const http::request_header<>& req, std::string_view name) {
-  auto it = req.find(name);
-  return it == req.end() ? std::string_view{} : std::string_view(it->value());
 }
 
 std::mt19937_64& generator() {
@@ -95,20 +92,20 @@ std::optional<TraceContext> parse_b3(std::string_view v) {
 }
 
 std::optional<TraceContext> extract_parent(const http::request_header<>& req, bool b3) {
-  if (auto tp = field(req, "traceparent"); !tp.empty()) {
+  if (auto tp = field_value(req, "traceparent"); !tp.empty()) {
     if (auto c = parse_traceparent(tp)) {
-      c->trace_state = std::string(field(req, "tracestate"));
+      c->trace_state = std::string(field_value(req, "tracestate"));
       return c;
     }
   }
   if (!b3) return std::nullopt;
-  if (auto single = field(req, "b3"); !single.empty()) return parse_b3(single);
-  auto trace = field(req, "x-b3-traceid"), span = field(req, "x-b3-spanid");
+  if (auto single = field_value(req, "b3"); !single.empty()) return parse_b3(single);
+  auto trace = field_value(req, "x-b3-traceid"), span = field_value(req, "x-b3-spanid");
   if (trace.empty() || span.empty()) return std::nullopt;
   TraceContext c;
   if (!parse_hex(trace, c.trace_id) || !parse_hex(span, c.parent_span_id)) return std::nullopt;
-  auto sampled = field(req, "x-b3-sampled");
-  c.sampled = sampled == "1" || sampled == "true" || field(req, "x-b3-flags") == "1";
+  auto sampled = field_value(req, "x-b3-sampled");
+  c.sampled = sampled == "1" || sampled == "true" || field_value(req, "x-b3-flags") == "1";
   c.flags = c.sampled ? 1 : 0;
   return c;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "proxy/io/field_value.h"
 #include "proxy/request_log/url.h"
 
 namespace sluice::proxy::telemetry {
@@ -19,11 +20,6 @@ SpanAttribute text(std::string key, std::string_view value) {
 }
 SpanAttribute number(std::string key, std::int64_t value) {
   return SpanAttribute{.key = std::move(key), .number = value, .is_number = true};
-}
-
-std::string_view field(const http::request_header<>& req, std::string_view name) {
-  auto it = req.find(name);
-  return it == req.end() ? std::string_view{} : std::string_view(it->value());
 }
 
 constexpr std::array<std::string_view, 9> kMethods = {"CONNECT", "DELETE", "GET",   "HEAD", "OPTIONS",
@@ -75,8 +71,8 @@ std::pair<std::string_view, int> split_host_port(std::string_view hp) {
 
 // The route's tag as queue-proxy's route-tag handler names it (kn.route.tag).
 std::string_view route_tag(const http::request_header<>& req) {
-  auto tag = field(req, "Knative-Serving-Tag");
-  auto default_route = field(req, "Knative-Serving-Default-Route");
+  auto tag = field_value(req, "Knative-Serving-Tag");
+  auto default_route = field_value(req, "Knative-Serving-Default-Route");
   if (tag.empty()) return default_route.empty() ? "kn:disabled" : "kn:default";
   if (default_route == "true") return "kn:undefined";
   return tag;
@@ -210,7 +206,7 @@ void Tracer::end(const ExchangeSpan& s, const http::request_header<>& req, const
   server.end_unix_nano = wall(end);
   server.child_spans = 1;
   auto& a = server.attributes;
-  const auto [host, port] = split_host_port(field(req, "Host"));
+  const auto [host, port] = split_host_port(field_value(req, "Host"));
   a.push_back(text("server.address", host));
   if (port > 0 && port != (s.tls ? 443 : 80)) a.push_back(number("server.port", port));
   add_method(a, method);
@@ -220,8 +216,8 @@ void Tracer::end(const ExchangeSpan& s, const http::request_header<>& req, const
     a.push_back(text("network.peer.address", peer));
     if (peer_port > 0) a.push_back(number("network.peer.port", peer_port));
   }
-  if (auto ua = field(req, "User-Agent"); !ua.empty()) a.push_back(text("user_agent.original", ua));
-  auto client_address = field(req, "X-Forwarded-For");
+  if (auto ua = field_value(req, "User-Agent"); !ua.empty()) a.push_back(text("user_agent.original", ua));
+  auto client_address = field_value(req, "X-Forwarded-For");
   client_address = client_address.substr(0, client_address.find(','));
   if (client_address.empty()) client_address = peer;
   if (!client_address.empty()) a.push_back(text("client.address", client_address));

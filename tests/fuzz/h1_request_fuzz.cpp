@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "proxy/forward/request_fields.h"
 #include "proxy/h1/message.h"
 #include "proxy/h1/strict.h"
-#include "proxy/request_fields.h"
 
 namespace {
 

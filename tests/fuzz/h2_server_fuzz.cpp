@@ -140,7 +140,7 @@ static int test_one_input(const std::uint8_t* data, std::size_t size) {
   bool session_done = false, client_done = false, written = false;
   h2::Session* session = nullptr;
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    h2::Session s(worker, Downstream(std::move(server_end)), "192.0.2.1", "192.0.2.1:40000");
+    h2::Session s(worker, Downstream(std::move(server_end)), PeerName{.address = "192.0.2.1", .peer = "192.0.2.1:40000"});
     session = &s;
     co_await s.run(initial, upgrade);
     session = nullptr;

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "proxy/exchange.h"
-#include "proxy/forwarder.h"
+#include "proxy/forward/forwarder.h"
 
 namespace sluice::proxy::fuzz {
 

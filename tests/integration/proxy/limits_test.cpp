@@ -6,6 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <optional>
+
 #include "harness.h"
 
 namespace sluice::test {
@@ -159,6 +163,77 @@ TEST_F(Limits, ConnectionsBeyondTheLimitAreClosed) {
   }
   EXPECT_TRUE(served);
   for (int fd : held) ::close(fd);
+}
+
+// A client that is still sending when sluice answers early (413 here) must get to read the answer: sluice
+// closes lingering, reading and dropping what still comes, as nginx does, since a close on unread bytes
+// sends a RST that can destroy the answer in the client's kernel. The linger ends after SLUICE_LINGER_MS
+// or SLUICE_LINGER_BYTES, whichever comes first: the client's writes then fail.
+struct LingerOutcome {
+  std::string answer;                          // what the client read
+  std::chrono::milliseconds writes_failed_after{-1};  // since the answer arrived; -1: they never failed
+};
+
+LingerOutcome send_past_a_413(int port) {
+  using namespace std::chrono;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  LingerOutcome out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return out;
+  const std::string head = "POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000000\r\n\r\n";
+  ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  // Send and read at once, without blocking on either, for 20 s at most.
+  const std::string chunk(64 * 1024, 'x');
+  std::optional<steady_clock::time_point> answered;
+  const auto deadline = steady_clock::now() + 20s;
+  while (steady_clock::now() < deadline) {
+    pollfd p{.fd = fd, .events = POLLIN | POLLOUT, .revents = 0};
+    ::poll(&p, 1, 100);
+    if (p.revents & POLLIN) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) out.answer.append(buf, static_cast<std::size_t>(n));
+      if (!answered && out.answer.find("\r\n\r\n") != std::string::npos) answered = steady_clock::now();
+    }
+    if (p.revents & (POLLOUT | POLLERR | POLLHUP)) {
+      if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+          errno != EWOULDBLOCK) {
+        if (answered) out.writes_failed_after = duration_cast<milliseconds>(steady_clock::now() - *answered);
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST(LingeringClose, AClientStillSendingReadsTheWholeAnswerAndTheLingerEndsAtItsTime) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"SLUICE_MAX_BODY_BYTES", "1000"},
+                                         {"SLUICE_LINGER_MS", "500"},
+                                         {"SLUICE_LINGER_BYTES", "100000000000"}}}};
+  const auto out = send_past_a_413(sidecar.port);
+  EXPECT_EQ(out.answer.rfind("HTTP/1.1 413 ", 0), 0u) << out.answer.substr(0, 200);
+  EXPECT_NE(out.answer.find("request body too large"), std::string::npos) << out.answer.substr(0, 300);
+  ASSERT_GE(out.writes_failed_after.count(), 0) << "the client's writes never failed: sluice never closed";
+  // Lingering for 500 ms after it answered, so not before (the answer went out just before the linger).
+  EXPECT_GE(out.writes_failed_after.count(), 400);
+}
+
+TEST(LingeringClose, TheLingerEndsAfterItsBytes) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"SLUICE_MAX_BODY_BYTES", "1000"},
+                                         {"SLUICE_LINGER_MS", "600000"},
+                                         {"SLUICE_LINGER_BYTES", "1048576"}}}};
+  const auto out = send_past_a_413(sidecar.port);
+  EXPECT_EQ(out.answer.rfind("HTTP/1.1 413 ", 0), 0u) << out.answer.substr(0, 200);
+  // A 10-minute linger would outlast the client's 20 s: its writes failing shows the 1 MiB ended it.
+  EXPECT_GE(out.writes_failed_after.count(), 0) << "sluice was still reading after 20 s";
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ TEST_F(Streaming, StreamedResponsePiecesArriveBeforeTheResponseEnds) {
 }
 
 // Bodies that pass through unchanged (Content-Length, no TLS) move socket to socket by splice(2)
-// (proxy/splice.h); with SLUICE_SPLICE_MIN_BYTES=0 the same bodies are copied. Either way the bytes, the
+// (proxy/io/splice.h); with SLUICE_SPLICE_MIN_BYTES=0 the same bodies are copied. Either way the bytes, the
 // framing around them and the failure rules are the same.
 class SpliceOrCopy : public ::testing::TestWithParam<const char*> {
  protected:

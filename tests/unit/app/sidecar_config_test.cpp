@@ -124,6 +124,8 @@ TEST(SidecarConfig, LimitsAndTimeoutsAreConfigurable) {
   env["SLUICE_MAX_HEADER_COUNT"] = "20";
   env["SLUICE_MAX_BODY_BYTES"] = "1000";
   env["SLUICE_MAX_CONNECTIONS"] = "50";
+  env["SLUICE_LINGER_MS"] = "250";
+  env["SLUICE_LINGER_BYTES"] = "4096";
   env["REVISION_RESPONSE_START_TIMEOUT_SECONDS"] = "7";
   env["REVISION_IDLE_TIMEOUT_SECONDS"] = "9";
   auto c = parse_sidecar_config(env_of(env), {});
@@ -131,6 +133,8 @@ TEST(SidecarConfig, LimitsAndTimeoutsAreConfigurable) {
   EXPECT_EQ(c.proxy.limits.max_header_count, 20u);
   EXPECT_EQ(c.proxy.limits.max_body_bytes, 1000u);
   EXPECT_EQ(c.proxy.limits.max_connections, 50u);
+  EXPECT_EQ(c.proxy.limits.linger, std::chrono::milliseconds(250));
+  EXPECT_EQ(c.proxy.limits.linger_bytes, 4096u);
   EXPECT_EQ(c.proxy.timeouts.response_start, std::chrono::seconds(7));
   EXPECT_EQ(c.proxy.timeouts.idle, std::chrono::seconds(9));
 }

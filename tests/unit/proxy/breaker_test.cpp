@@ -1,6 +1,6 @@
 // The concurrency breaker with real executors: slots, the bounded FIFO, deadlines, and hand-over
 // of a slot to a waiter on another thread.
-#include "proxy/breaker.h"
+#include "proxy/forward/breaker.h"
 
 #include <gtest/gtest.h>
 

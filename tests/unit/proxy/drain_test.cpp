@@ -1,5 +1,5 @@
 // The drain's quiet period on a real io_context: restarted by requests, undone by reset.
-#include "proxy/drain.h"
+#include "proxy/control/drain.h"
 
 #include <gtest/gtest.h>
 

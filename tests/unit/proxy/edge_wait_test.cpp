@@ -1,8 +1,8 @@
-// Waits after EAGAIN (proxy/edge_wait.h), on real loopback TCP sockets: a wait begun after a read found
+// Waits after EAGAIN (proxy/io/edge_wait.h), on real loopback TCP sockets: a wait begun after a read found
 // the socket empty ends when bytes arrive, or when the peer closes, and not before; one begun after a
 // write found the socket full ends when the peer reads; a cancel (the socket's, or the operation's own
 // through its cancellation slot) ends it with operation_aborted, and the socket works afterwards.
-#include "proxy/edge_wait.h"
+#include "proxy/io/edge_wait.h"
 
 #include <sys/socket.h>
 

@@ -1,7 +1,7 @@
 // The forwarder's policy table with fake codecs on both sides: for every protocol pair (an HTTP/1.1-like
 // or HTTP/2-like client side, an HTTP/1.1 or h2c app side) the same retry rule, deadlines, status mapping
 // and 499 for a client that leaves.
-#include "proxy/forwarder.h"
+#include "proxy/forward/forwarder.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <deque>
 #include <thread>
 
-#include "proxy/failure.h"
+#include "proxy/forward/failure.h"
 #include "proxy/shared_state.h"
 #include "proxy/worker_context.h"
 

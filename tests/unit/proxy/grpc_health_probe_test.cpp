@@ -1,5 +1,5 @@
 // grpc.health.v1's messages as the readiness probe encodes and decodes them by hand.
-#include "proxy/grpc_health_probe.h"
+#include "proxy/control/grpc_health_probe.h"
 
 #include <gtest/gtest.h>
 

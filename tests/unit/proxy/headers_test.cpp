@@ -1,4 +1,4 @@
-#include "proxy/headers.h"
+#include "proxy/forward/headers.h"
 
 #include <gtest/gtest.h>
 

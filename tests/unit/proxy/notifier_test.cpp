@@ -1,8 +1,8 @@
-// The wake-up one coroutine waits on (proxy/notifier.h), on a real io_context: a notify() that comes
+// The wake-up one coroutine waits on (proxy/io/notifier.h), on a real io_context: a notify() that comes
 // first is kept for the next wait and only for it; a parked waiter resumes on notify() and not before;
 // and a wait raced against a timer with `||` is cancelled when the timer wins, so the race ends. A Notifier
 // must outlive its waiter (its owners close streams and wait for their coroutines before it goes).
-#include "proxy/notifier.h"
+#include "proxy/io/notifier.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "proxy/request_log.h"
+#include "proxy/request_log/request_log.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// Writes made at once (proxy/send_now.h), on real loopback TCP sockets: pieces leave whole and in order;
+// Writes made at once (proxy/io/send_now.h), on real loopback TCP sockets: pieces leave whole and in order;
 // a send buffer too small for the write takes part of it and write_rest() sends the rest once the peer
 // reads; a full socket takes nothing and that is not an error; a peer that reset the connection is one.
-#include "proxy/send_now.h"
+#include "proxy/io/send_now.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// Bodies moved by the kernel (proxy/splice.h), between real loopback TCP connections: a "client" writes
+// Bodies moved by the kernel (proxy/io/splice.h), between real loopback TCP connections: a "client" writes
 // into the proxy's downstream socket, BodySplice moves the bytes to the proxy's upstream socket, and an
 // "app" reads them. The relay moves exactly the body (what follows stays in the socket), waits for bytes
 // and for room, and reports an early end, a vanished peer and a cancel as the side's error; a pipe left
 // holding bytes is never reused.
-#include "proxy/splice.h"
+#include "proxy/io/splice.h"
 
 #include <gtest/gtest.h>
 

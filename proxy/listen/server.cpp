@@ -1,0 +1,192 @@
+// Workers and acceptors; see server.h.
+#include "proxy/listen/server.h"
+
+#include <optional>
+#include <thread>
+
+#include "common/cpu_budget.h"
+#include "common/log.h"
+#include "proxy/asio.h"
+#include "proxy/listen/listen.h"
+#include "proxy/listen/sniff.h"
+#include "proxy/listen/tls.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy {
+
+class Worker {
+ public:
+  Worker(const ProxyConfig& config, SharedState& shared, std::size_t index,
+         std::atomic<std::size_t>& open, tcp::endpoint upstream)
+      // Only this worker's thread does I/O on its sockets, so the reactor needs no per-socket locks;
+      // posting to the worker from other threads (shutdown) stays safe.
+      : io_(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO),
+        acceptor_(io_),
+        tls_acceptor_(io_),
+        context_(config, shared, index, io_.get_executor(), upstream),
+        open_(open) {}
+
+  std::uint16_t bind(const tcp::endpoint& ep, const std::string& name) {
+    return open_listener(acceptor_, ep, name, true);
+  }
+  std::uint16_t bind_tls(const tcp::endpoint& ep) { return open_listener(tls_acceptor_, ep, "tls", true); }
+
+  void start() {
+    asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
+    if (tls_acceptor_.is_open()) asio::co_spawn(io_, accept_loop(tls_acceptor_, true), asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  // Runs on the worker's thread: stop accepting, close idle connections, let the rest finish.
+  void begin_shutdown() {
+    asio::post(io_, [this] {
+      close_listener(acceptor_, false);
+      close_listener(tls_acceptor_, true);
+      context_.draining = true;
+      context_.close_idle();
+      // Copy: closing may erase from the set.
+      std::vector<ConnectionHandle*> conns(context_.connections.begin(), context_.connections.end());
+      for (auto* c : conns) c->close_when_idle();
+    });
+  }
+
+  void stop() { io_.stop(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool idle() const { return io_.stopped(); }
+
+ private:
+  // Connections the kernel has completed but nobody accepted yet would be reset by the close: take
+  // them and serve their first request (with Connection: close) like any other.
+  void close_listener(tcp::acceptor& acceptor, bool tls) {
+    error_code ec;
+    acceptor.non_blocking(true, ec);
+    while (!ec && acceptor.is_open()) {
+      tcp::socket socket(io_);
+      acceptor.accept(socket, ec);
+      if (ec) break;
+      open_.fetch_add(1, std::memory_order_relaxed);
+      serve(std::move(socket), tls);
+    }
+    acceptor.close(ec);
+  }
+
+  // One per listener: the plain port (HTTP/1.1 and h2c) or the TLS port.
+  asio::awaitable<void> accept_loop(tcp::acceptor& acceptor, bool tls) {
+    const auto max = context_.config.limits.max_connections;
+    while (true) {
+      auto [ec, socket] = co_await acceptor.async_accept(use_nothrow);
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        // Out of descriptors and the like: back off briefly instead of spinning.
+        log::warn("accept failed").kv("listener", tls ? "tls" : "plain").kv("error", ec.message());
+        asio::steady_timer pause(io_, std::chrono::milliseconds(50));
+        co_await pause.async_wait(use_nothrow);
+        continue;
+      }
+      if (open_.fetch_add(1, std::memory_order_relaxed) >= max) {
+        open_.fetch_sub(1, std::memory_order_relaxed);
+        error_code ignore;
+        socket.close(ignore);  // over the connection limit: refuse by closing
+        continue;
+      }
+      if (context_.shared.instances) context_.shared.instances->on_connection();
+      serve(std::move(socket), tls);
+    }
+  }
+
+  // `open_` counts the connection already; the completion handler uncounts it. A TLS connection is
+  // handshaken with the certificate current at accept.
+  void serve(tcp::socket socket, bool tls) {
+    auto done = [this](std::exception_ptr e) {
+      open_.fetch_sub(1, std::memory_order_relaxed);
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        log::error("connection failed").kv("error", ex.what());
+      }
+    };
+    if (tls) asio::co_spawn(io_, serve_tls(context_, std::move(socket), context_.shared.tls->current()), done);
+    else asio::co_spawn(io_, serve_plain(context_, std::move(socket)), done);
+  }
+
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  tcp::acceptor tls_acceptor_;  // open only with a TLS configuration
+  WorkerContext context_;
+  std::atomic<std::size_t>& open_;
+  std::thread thread_;
+};
+
+namespace {
+
+unsigned worker_count(const ProxyConfig& c) {
+  return c.workers ? c.workers : usable_cpus();
+}
+
+}  // namespace
+
+Server::Server(ProxyConfig config, std::shared_ptr<InstanceSet> instances)
+    : config_(std::move(config)), shared_(config_, worker_count(config_)) {
+  shared_.instances = std::move(instances);
+  tcp::endpoint upstream(asio::ip::make_address(config_.upstream_host), config_.upstream_port);
+  for (unsigned i = 0; i < worker_count(config_); ++i)
+    workers_.push_back(std::make_unique<Worker>(config_, shared_, i, open_connections_, upstream));
+}
+
+Server::~Server() {
+  for (auto& w : workers_) w->stop();
+  for (auto& w : workers_) w->join();
+  // Whatever still waits holds timers of the workers' io_contexts, which go first.
+  if (shared_.breaker) shared_.breaker->drop_waiters();
+  shared_.readiness.drop_waiters();
+  if (shared_.instances) shared_.instances->drop_waiters();
+}
+
+void Server::start() {
+  auto address = asio::ip::make_address(config_.listen_address);
+  // The workers share each port through SO_REUSEPORT, which would also let another sluice of the same
+  // user in: make sure nobody listens there first. Port 0: the first bind picks, the rest share it.
+  const std::string name = shared_.instances ? "gateway" : "proxy";
+  claim_port(tcp::endpoint(address, config_.port), name);
+  if (shared_.tls) claim_port(tcp::endpoint(address, config_.tls_port), "tls");
+  std::uint16_t port = config_.port;
+  for (auto& w : workers_) port = w->bind(tcp::endpoint(address, port), name);
+  port_ = port;
+  if (shared_.tls) {
+    std::uint16_t tls_port = config_.tls_port;
+    for (auto& w : workers_) tls_port = w->bind_tls(tcp::endpoint(address, tls_port));
+    tls_port_ = tls_port;
+  }
+  for (auto& w : workers_) w->start();
+}
+
+void Server::shutdown(ShutdownLimits limits) {
+  for (auto& w : workers_) w->begin_shutdown();
+  const auto start = Clock::now();
+  const auto deadline = limits.in_flight.count() > 0 ? start + limits.in_flight : Clock::time_point::max();
+  std::optional<Clock::time_point> only_upgraded_since;
+  auto all_idle = [&] {
+    for (auto& w : workers_)
+      if (!w->idle()) return false;
+    return true;
+  };
+  while (!all_idle()) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    // Upgraded connections are counted among the open ones: when they are all that is left, their wait starts.
+    const bool only_upgraded = open_connections() <= shared_.open_tunnels.load(std::memory_order_relaxed);
+    if (!only_upgraded) only_upgraded_since.reset();
+    else if (!only_upgraded_since) only_upgraded_since = now;
+    else if (now - *only_upgraded_since >= limits.upgraded) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& w : workers_) {
+    w->stop();
+    w->join();
+  }
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,104 @@
+// Protocol sniffing on the plain port; see sniff.h.
+#include "proxy/listen/sniff.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include "proxy/h1/server_connection.h"
+#include "proxy/h2/server.h"
+#include "proxy/listen/peer.h"
+
+namespace sluice::proxy {
+namespace {
+
+// An HTTP/1.1 client on a port declared h2c: one clear answer, then close.
+asio::awaitable<void> refuse_http1(tcp::socket& socket) {
+  static constexpr std::string_view k505 =
+      "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Type: text/plain; charset=utf-8\r\n"
+      "Content-Length: 44\r\nConnection: close\r\n\r\nthis port speaks HTTP/2 (h2c) only, not 1.x\n";
+  co_await asio::async_write(socket, asio::buffer(k505), use_nothrow);
+  error_code ignore;
+  socket.shutdown(tcp::socket::shutdown_both, ignore);
+}
+
+// A failed HTTP/2 preface: the server preface, GOAWAY PROTOCOL_ERROR, then close.
+asio::awaitable<void> refuse_bad_preface(tcp::socket& socket) {
+  co_await asio::async_write(socket, asio::buffer(h2::bad_preface_answer()), use_nothrow);
+  error_code ignore;
+  socket.shutdown(tcp::socket::shutdown_both, ignore);
+}
+
+}  // namespace
+
+asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
+  using namespace asio::experimental::awaitable_operators;
+  const std::string nothing;
+  const auto protocols = worker.config.plain_protocols;
+  if (protocols == ProxyConfig::PlainProtocols::http1) {
+    Downstream down(std::move(socket));
+    co_await h1::serve(worker, down, nothing);
+    co_return;
+  }
+  const auto preface = h2::kClientPreface;
+  const auto pri_line = preface.substr(0, preface.find('\n') + 1);  // "PRI * HTTP/2.0\r\n"
+  // Peek, not read: an HTTP/1.1 client's bytes stay in the socket for the h1 codec.
+  asio::steady_timer limit(socket.get_executor(), worker.config.timeouts.client_header);
+  char head[64];
+  ssize_t n = 0;
+  while (n <= 0) {
+    auto ready = co_await (socket.async_wait(tcp::socket::wait_read, use_nothrow) || limit.async_wait(use_nothrow));
+    if (ready.index() == 1) co_return;  // nothing sent before the header timeout: close
+    if (auto [wait_error] = std::get<0>(ready); wait_error) co_return;
+    n = ::recv(socket.native_handle(), head, sizeof head, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) co_return;  // the client left without a byte
+    // A wait for readability can end with nothing to read (a wait completes on any readiness event, and
+    // one may be stale): that is no reason to close a connection whose client has yet to speak, so wait
+    // again, until the header timeout.
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) co_return;
+  }
+  std::string_view seen(head, static_cast<std::size_t>(n));
+  if (!preface.starts_with(seen.substr(0, std::min(seen.size(), preface.size())))) {
+    // The preface's first line and then something else, or a first line that is not HTTP/1.x either, is a
+    // failed HTTP/2 preface, the only other protocol this port speaks: GOAWAY PROTOCOL_ERROR (RFC 9113 §3.4;
+    // h2spec 3.5/2).
+    if (seen.starts_with(pri_line) || h2::is_bad_preface(seen)) {
+      co_await refuse_bad_preface(socket);
+      co_return;
+    }
+    if (protocols == ProxyConfig::PlainProtocols::h2c) {
+      co_await refuse_http1(socket);
+      co_return;
+    }
+    Downstream down(std::move(socket));
+    co_await h1::serve(worker, down, nothing);
+    co_return;
+  }
+  // The preface so far, possibly split across segments: read it for real until it is whole or not.
+  std::string got;
+  while (got.size() < preface.size() && preface.starts_with(got)) {
+    char buf[24];
+    auto want = preface.size() - got.size();
+    auto r = co_await (socket.async_read_some(asio::buffer(buf, want), use_nothrow) || limit.async_wait(use_nothrow));
+    if (r.index() == 1) co_return;
+    auto [ec, m] = std::get<0>(r);
+    if (ec) co_return;
+    got.append(buf, m);
+  }
+  const PeerName peer = peer_name(socket);
+  if (got == preface) {
+    h2::Handover handover{.socket = Downstream(std::move(socket)), .initial_bytes = std::move(got)};
+    co_await h2::serve(worker, handover, peer);
+  } else if (got.starts_with(pri_line)) {
+    co_await refuse_bad_preface(socket);  // "PRI * HTTP/2.0" and then not the rest of the preface
+  } else if (protocols == ProxyConfig::PlainProtocols::h2c) {
+    co_await refuse_http1(socket);
+  } else {
+    Downstream down(std::move(socket));
+    co_await h1::serve(worker, down, got);
+  }
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,164 @@
+// TLS termination; see tls.h.
+#include "proxy/listen/tls.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ssl.hpp>
+
+#include "common/config_error.h"
+#include "common/log.h"
+#include "proxy/h1/server_connection.h"
+#include "proxy/h2/server.h"
+#include "proxy/worker_context.h"
+
+namespace sluice::proxy {
+namespace {
+
+// Mozilla's "intermediate" TLS 1.2 list: forward secrecy and AEAD only. TLS 1.3 suites are OpenSSL's
+// defaults, all of which qualify.
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// ALPN: h2 when the client offers it, else http/1.1; a client offering neither goes on without ALPN.
+int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+                void*) {
+  static constexpr unsigned char kServer[] = "\x02h2\x08http/1.1";
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, outlen, kServer, sizeof kServer - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_NOACK;
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+std::string openssl_reason(const error_code& ec) {
+  std::string why = ec.message();
+  if (auto e = ERR_get_error(); e != 0) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    why = buf;
+  }
+  ERR_clear_error();
+  return why;
+}
+
+}  // namespace
+
+TlsContexts::TlsContexts(const TlsConfig& config) : config_(config) {
+  loaded_ = stamp();
+  current_ = load();
+  if (config_.reload_interval.count() > 0) {
+    watcher_ = std::jthread([this](std::stop_token stop) {
+      std::mutex m;
+      std::condition_variable_any cv;
+      std::unique_lock lock(m);
+      while (!cv.wait_for(lock, stop, config_.reload_interval, [] { return false; })) {
+        if (stop.stop_requested()) return;
+        reload_if_changed();
+      }
+    });
+  }
+}
+
+TlsContexts::~TlsContexts() = default;
+
+std::shared_ptr<ssl::context> TlsContexts::load() const {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  auto* h = ctx->native_handle();
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_compression | ssl::context::single_dh_use);
+  auto version = [](TlsVersion v) { return v == TlsVersion::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION; };
+  SSL_CTX_set_min_proto_version(h, version(config_.min_version));
+  SSL_CTX_set_max_proto_version(h, version(config_.max_version));
+  // The names were checked at start-up (app/tls_knobs): OpenSSL refusing them here is a bug, not input.
+  const std::string& ciphers = config_.tls12_ciphers.empty() ? std::string(kTls12Ciphers) : config_.tls12_ciphers;
+  if (SSL_CTX_set_cipher_list(h, ciphers.c_str()) != 1)
+    throw ConfigError("QUEUE_PROXY_TLS_CIPHER_SUITES: OpenSSL accepts none of " + ciphers);
+  if (!config_.groups.empty() && SSL_CTX_set1_groups_list(h, config_.groups.c_str()) != 1)
+    throw ConfigError("QUEUE_PROXY_TLS_CURVE_PREFERENCES: OpenSSL accepts none of " + config_.groups);
+  SSL_CTX_set_options(h, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
+  // Resumption: a server-side session cache and (OpenSSL's default) session tickets.
+  SSL_CTX_set_session_cache_mode(h, SSL_SESS_CACHE_SERVER);
+  static constexpr unsigned char kSessionContext[] = "sluice";
+  SSL_CTX_set_session_id_context(h, kSessionContext, sizeof kSessionContext - 1);
+  SSL_CTX_set_alpn_select_cb(h, select_alpn, nullptr);
+  error_code ec;
+  ctx->use_certificate_chain_file(config_.cert_file, ec);
+  if (ec) throw ConfigError("TLS certificate " + config_.cert_file + ": " + openssl_reason(ec));
+  ctx->use_private_key_file(config_.key_file, ssl::context::pem, ec);
+  if (ec) throw ConfigError("TLS key " + config_.key_file + ": " + openssl_reason(ec));
+  if (SSL_CTX_check_private_key(h) != 1)
+    throw ConfigError("TLS key " + config_.key_file + " does not match certificate " + config_.cert_file);
+  return ctx;
+}
+
+TlsContexts::Stamp TlsContexts::stamp() const {
+  Stamp s;
+  std::error_code ec;
+  s.cert = std::filesystem::last_write_time(config_.cert_file, ec);
+  s.key = std::filesystem::last_write_time(config_.key_file, ec);
+  s.cert_size = std::filesystem::file_size(config_.cert_file, ec);
+  s.key_size = std::filesystem::file_size(config_.key_file, ec);
+  return s;
+}
+
+std::shared_ptr<ssl::context> TlsContexts::current() const {
+  std::lock_guard lock(mu_);
+  return current_;
+}
+
+bool TlsContexts::reload_if_changed() {
+  auto now = stamp();
+  {
+    std::lock_guard lock(mu_);
+    if (now == loaded_) return false;
+  }
+  try {
+    auto fresh = load();
+    std::lock_guard lock(mu_);
+    current_ = std::move(fresh);
+    loaded_ = now;
+  } catch (const std::exception& e) {
+    // Half-written files (the key replaced before the certificate, say) are retried on the next check;
+    // a pair that stays bad is logged once, not at every check.
+    bool logged;
+    {
+      std::lock_guard lock(mu_);
+      logged = failed_ == now;
+      failed_ = now;
+    }
+    if (!logged) log::warn("TLS reload failed; keeping the current certificate").kv("error", e.what());
+    return false;
+  }
+  log::info("TLS certificate reloaded").kv("cert", config_.cert_file);
+  return true;
+}
+
+asio::awaitable<void> serve_tls(WorkerContext& worker, tcp::socket socket, std::shared_ptr<ssl::context> context) {
+  using namespace asio::experimental::awaitable_operators;
+  error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  auto stream = std::make_unique<Downstream::TlsStream>(std::move(socket), *context);
+  asio::steady_timer limit(stream->get_executor(), worker.config.timeouts.client_header);
+  auto done = co_await (stream->async_handshake(ssl::stream_base::server, use_nothrow) || limit.async_wait(use_nothrow));
+  if (done.index() == 1 || std::get<0>(std::get<0>(done))) {
+    stream->next_layer().close(ec);  // a failed or stalled handshake: nothing to answer in HTTP
+    co_return;
+  }
+  const unsigned char* alpn = nullptr;
+  unsigned int alpn_len = 0;
+  SSL_get0_alpn_selected(stream->native_handle(), &alpn, &alpn_len);
+  const bool h2 = alpn_len == 2 && alpn[0] == 'h' && alpn[1] == '2';
+  Downstream down(std::move(stream), std::move(context));
+  if (h2) {
+    const PeerName peer = peer_name(down.socket());
+    h2::Handover handover{.socket = std::move(down)};
+    co_await h2::serve(worker, handover, peer);
+  } else {
+    const std::string nothing;
+    co_await h1::serve(worker, down, nothing);
+  }
+}
+
+}  // namespace sluice::proxy
