@@ -54,6 +54,7 @@ constexpr const char* kGatewayUsage =
     "  --admin [ADDR:]PORT    dashboard, /.sluice/status and /metrics (default 127.0.0.1:8079; 0: any free port)\n"
     "  --workers N            proxy worker threads (default: one per CPU)\n"
     "  --status MODE          auto (table on a terminal, JSON lines otherwise), tty, json or none\n"
+    "  --request-lines on|off one line a request (method, path, status, time, instance; default on)\n"
     "  --throttle MECH        auto, cgroup2-freeze, cgroup2-cpu-max, cgroup1-freezer, cgroup1-cfs-quota,\n"
     "                         sigstop or none (no throttling)\n"
     "  --no-throttle          the one-liner's service runs unthrottled\n"
@@ -123,7 +124,7 @@ Cli parse_cli(Args args) {
       file = value;
       cli.check = cli.check || name == "check";
     } else if (name == "listen" || name == "admin" || name == "workers" || name == "status" || name == "throttle" ||
-               name == "sandbox") {
+               name == "sandbox" || name == "request-lines") {
       overrides.emplace_back(name, value);
     } else {
       throw ConfigError("unknown flag '--" + name + "'\n" + kGatewayUsage);
@@ -145,6 +146,9 @@ Cli parse_cli(Args args) {
       if (value != "auto" && value != "tty" && value != "json" && value != "none")
         throw ConfigError("--status=" + value + " is not auto, tty, json or none");
       g.status_output = value;
+    } else if (name == "request-lines") {
+      if (value != "on" && value != "off") throw ConfigError("--request-lines=" + value + " is not on or off");
+      g.request_lines = value == "on";
     } else if (name == "throttle") {
       g.throttle_mechanism = value;
     } else if (name == "sandbox") {
@@ -240,6 +244,7 @@ int run_gateway(Args args) {
     fleet->set_metadata_host("127.0.0.1:" + std::to_string(metadata->port()));
   }
   fleet->set_plain_output(terminal);
+  fleet->set_request_lines(cfg.request_lines);
   {
     auto line = log::info("gateway starting");
     line.kv("event", "gateway").kv("throttle", runtime::to_string(runtime.throttle().kind))
@@ -306,7 +311,10 @@ int run_gateway(Args args) {
   admin.start();
   if (metadata) metadata->start();
   asio::post(control, [&] { fleet->start(); });
-  gw::StatusView view(control, *fleet, cfg.status_output);
+  const std::string serving = "· http://" + cfg.listen_address + ":" + std::to_string(server.port()) +
+                              "/ · dashboard http://" + cfg.admin_address + ":" + std::to_string(admin.port()) +
+                              "/ · Ctrl-C drains and stops";
+  gw::StatusView view(control, *fleet, cfg.status_output, serving);
   view.start();
   log::info("listening").kv("listener", "admin").kv("address", cfg.admin_address).kv("port", static_cast<unsigned>(admin.port()));
   if (metadata)

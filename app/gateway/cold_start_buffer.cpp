@@ -4,6 +4,8 @@
 // is taken, for a few lines, and the runtime is never called here: a start is posted to the spawner, a
 // thaw to the throttler. See fleet.h.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "app/gateway/fleet.h"
 #include "common/log.h"
@@ -13,17 +15,26 @@ namespace sluice::app::gateway {
 
 class Fleet::Hold {
  public:
-  Hold(Fleet& f, Revision& s, std::shared_ptr<Instance> i, Clock::time_point arrived)
-      : fleet_(f), revision_(s), instance_(std::move(i)), arrived_(arrived) {}
-  ~Hold() { fleet_.release(revision_, instance_, arrived_); }
+  // `cold`: the request waited for an instance to start (none was ready when it came).
+  Hold(Fleet& f, Revision& s, std::shared_ptr<Instance> i, Clock::time_point arrived, bool cold)
+      : fleet_(f), revision_(s), instance_(std::move(i)), arrived_(arrived), cold_(cold) {}
+  ~Hold() { fleet_.release(revision_, instance_, arrived_, status_); }
   Hold(const Hold&) = delete;
   Hold& operator=(const Hold&) = delete;
+
+  // How the exchange ended, counted when the hold is let go (under the revision's lock it takes then).
+  void ended(int status) { status_ = status; }
+  const Revision& revision() const { return revision_; }
+  const Instance& instance() const { return *instance_; }
+  bool cold() const { return cold_; }
 
  private:
   Fleet& fleet_;
   Revision& revision_;
   std::shared_ptr<Instance> instance_;
   Clock::time_point arrived_;
+  bool cold_;
+  int status_ = 0;
 };
 
 void Fleet::grant(Revision& s, Instance& inst) {
@@ -71,13 +82,15 @@ asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved
     Revision& service, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline,
     bool arrival, net::WaitAbandon* abandon) {
   Revision* s = &service;
+  bool cold = false;  // it waits while no instance is ready
   auto lease_of = [&](std::shared_ptr<Instance> inst) {
     return proxy::InstanceLease{tcp::endpoint(inst->address, inst->port),
-                               std::make_shared<Hold>(*this, *s, inst, now), s->h2c,
+                               std::make_shared<Hold>(*this, *s, inst, now, cold), s->h2c,
                                s->config.request_timeout.value_or(Millis{0})};
   };
   auto refuse = [&](proxy::InstanceRefusal r) {  // under s->mu
     ++s->refused;
+    ++s->ended_by_status[static_cast<int>(r.status)];
     s->stats.request_out(clock_now(), false);
     return r;
   };
@@ -113,6 +126,7 @@ asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved
       s->cold_start_buffered = 0;
     }
     if (none_ready) ++s->cold_start_buffered;
+    cold = none_ready;
     auto wait_until = std::min(deadline, now + s->config.buffer_timeout);
     if (s->config.request_timeout) wait_until = std::min(wait_until, now + *s->config.request_timeout);
     ticket = s->waiters.join(ex, wait_until);
@@ -140,6 +154,7 @@ asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved
 proxy::InstanceRefusal Fleet::abandoned(Revision& s, Clock::time_point arrived) {
   const auto now = clock_now();
   ++s.client_gone;
+  ++s.ended_by_status[proxy::kClientClosedRequest];
   // Taken back from the autoscaler's view when no stat has read it yet: the KPA then never sees demand
   // from a request nobody waits for any more.
   const bool unseen = s.stats.withdraw(arrived, now, false);
@@ -153,10 +168,11 @@ proxy::InstanceRefusal Fleet::abandoned(Revision& s, Clock::time_point arrived) 
   return {static_cast<unsigned>(proxy::kClientClosedRequest), "client closed request"};
 }
 
-void Fleet::release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived) {
+void Fleet::release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived, int status) {
   const auto now = clock_now();
   std::lock_guard lock(s.mu);
   s.stats.request_out(now, false);
+  if (status != 0) ++s.ended_by_status[status];  // 0: the proxy never said how it ended
   // Arrival to the end of the exchange, any wait in the buffer included: the dashboard's percentiles.
   if (s.latencies_ms.size() < kLatenciesKept) s.latencies_ms.push_back(ms_between(arrived, now));
   else s.latencies_ms[s.latency_next] = ms_between(arrived, now);
@@ -169,6 +185,31 @@ void Fleet::release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::t
     if (inst->state == InstanceState::draining) stop_instance(s, inst);
     else if (inst->state == InstanceState::ready && s.throttling) post_freeze(s, inst);
   }
+}
+
+void Fleet::exchange_ended(const http::request_header<>& req, const proxy::ExchangeRecord& r,
+                           const proxy::InstanceLease* lease, Clock::time_point end) {
+  auto* hold = lease ? static_cast<Hold*>(lease->hold.get()) : nullptr;
+  if (hold) hold->ended(r.status);
+  if (!request_lines_) return;
+  const double ms = std::chrono::duration<double, std::milli>(end - r.start).count();
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f ms", ms);
+  // Revision and instance are immutable once the hold exists; nothing here takes a lock.
+  if (plain_output_) {  // a terminal: one short line a request, as local dev servers print them
+    std::string text = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
+                       std::to_string(r.status) + " " + took;
+    if (hold) text += "  " + hold->revision().revision + " " + hold->instance().id + (hold->cold() ? " (cold start)" : "");
+    log::info(text);
+    return;
+  }
+  auto line = log::info("request");
+  line.kv("event", "request").kv("method", std::string_view(req.method_string()))
+      .kv("path", std::string_view(req.target())).kv("status", r.status)
+      .kv("duration_ms", std::round(ms * 10) / 10);
+  if (hold)
+    line.kv("service", hold->revision().config.name).kv("revision", hold->revision().revision)
+        .kv("instance", hold->instance().id).kv("cold_start", hold->cold());
 }
 
 void Fleet::on_connection() {

@@ -290,6 +290,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
       else if (key == "debounce") g.debounce = duration(source, v, key);
       else if (key == "metadata-server") g.metadata_server = boolean(source, v, key);
+      else if (key == "request-lines") g.request_lines = boolean(source, v, key);
       else if (key == "image-cache") g.image_cache = scalar(source, v, key);
       else if (key == "sandbox") {
         auto value = scalar(source, v, key);
@@ -319,7 +320,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       } else {
         fail(source, kv.first, key,
              "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
-             "status, debounce, metadata-server, sandbox, sandbox-network, image-cache, features, autoscaler, services)");
+             "status, request-lines, debounce, metadata-server, sandbox, sandbox-network, image-cache, features, autoscaler, services)");
       }
     });
   }

@@ -99,6 +99,7 @@ struct GatewayConfig {
   Features features;
   std::vector<ServiceConfig> services;
   std::string status_output = "auto";  // auto | tty | json | none
+  bool request_lines = true;           // one log line a request
   SandboxMode sandbox = SandboxMode::off;
   std::string sandbox_network = "169.254.64.0/18";  // pods' /31 links; never routed off the machine
   std::string image_cache;  // unpacked images; empty: $SLUICE_IMAGE_CACHE, else ImageStore's default

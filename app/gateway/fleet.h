@@ -67,6 +67,9 @@ class Fleet final : public proxy::InstanceSet {
       std::string_view host, std::string_view tag, Clock::time_point deadline, net::WaitAbandon* abandon) override;
   void on_connection() override;
   void drop_waiters() override;
+  // The request line (method, target, status, time, revision and instance, a cold start marked), when on.
+  void exchange_ended(const http::request_header<>& req, const proxy::ExchangeRecord& record,
+                      const proxy::InstanceLease* lease, Clock::time_point end) override;
 
   // On the control thread: validation instances, then the 1 s stat and 2 s KPA tickers.
   void start();
@@ -85,6 +88,10 @@ class Fleet final : public proxy::InstanceSet {
 
   // On a terminal, instance output as "app-1 │ line" instead of JSON lines.
   void set_plain_output(bool on) { plain_output_ = on; }
+  void set_request_lines(bool on) { request_lines_ = on; }
+  // Called (on the control thread, coalesced) after an instance starts, becomes ready, drains or is gone:
+  // the terminal's table is drawn again at once instead of at its next poll.
+  void on_instances_changed(std::function<void()> f) { instances_changed_ = std::move(f); }
   bool sandboxed() const { return pods_.enabled(); }
 
   // On the control thread.
@@ -119,7 +126,8 @@ class Fleet final : public proxy::InstanceSet {
   proxy::InstanceRefusal abandoned(Revision& s, Clock::time_point arrived);
   void grant(Revision& s, Instance& inst);       // under s.mu
   void dispatch(Revision& s);                    // under s.mu
-  void release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived);
+  void release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived, int status);
+  void instances_changed();
 
   // Instance lifecycle.
   void start_instance(Revision& s, bool validation);  // under s.mu, any thread
@@ -202,6 +210,9 @@ class Fleet final : public proxy::InstanceSet {
   std::unordered_map<std::string, Registered> registry_;
   std::atomic<bool> stopping_{false};
   bool plain_output_ = false;
+  bool request_lines_ = true;
+  std::function<void()> instances_changed_;
+  std::atomic<bool> change_posted_{false};
   std::string metadata_host_;
   Tasks tasks_;
   // Instances are forked here: a thread that lives as long as the fleet, so that they die with it

@@ -100,6 +100,7 @@ json::object Fleet::status() const {
       if (r->phase != Phase::serving) ro["in_flight"] = r->in_flight;
       revisions.emplace_back(std::move(ro));
       for (const auto& i : r->instances) {
+        if (i->state == InstanceState::stopped) continue;  // gone: only its removal from the list is left
         json::object io;
         io["id"] = i->id;
         io["revision"] = r->revision;
@@ -129,7 +130,8 @@ std::string Fleet::prometheus() const {
   auto gauge = [&](const std::string& name, const std::string& help) -> auto& {
     return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
   };
-  auto& requests = counter("sluice_requests_total", "Requests routed to the service.");
+  auto& requests = counter("sluice_requests_total",
+                           "Requests routed to the revision that have ended, by the status code they ended with.");
   auto& refused = counter("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.");
   auto& client_gone = counter("sluice_client_gone_requests_total",
                               "Requests that left the cold-start buffer because their client went away (499).");
@@ -148,7 +150,11 @@ std::string Fleet::prometheus() const {
     };
     desired.Add(labels).Set(s->desired);  // control thread's own
     std::lock_guard lock(s->mu);
-    requests.Add(labels).Increment(static_cast<double>(s->requests_total));
+    for (const auto& [status, n] : s->ended_by_status) {
+      auto l = labels;
+      l.emplace("code", std::to_string(status));
+      requests.Add(l).Increment(static_cast<double>(n));
+    }
     refused.Add(labels).Increment(static_cast<double>(s->refused));
     client_gone.Add(labels).Increment(static_cast<double>(s->client_gone));
     in_flight.Add(labels).Set(static_cast<double>(s->in_flight));

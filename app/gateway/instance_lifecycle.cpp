@@ -68,6 +68,7 @@ void Fleet::start_instance(Revision& s, bool validation) {
   inst->validation = validation;
   inst->created = clock_now();
   s.instances.push_back(inst);
+  instances_changed();
   {
     std::lock_guard lock(registry_mu_);
     registry_[inst->id] = Registered{&s, inst, {}};
@@ -225,6 +226,7 @@ void Fleet::became_ready(Revision& s, const std::shared_ptr<Instance>& inst) {
     if (inst->state != InstanceState::starting) return;
     auto now = clock_now();
     inst->state = InstanceState::ready;
+    instances_changed();
     inst->ready_at = now;
     s.failures = 0;
     s.failed_reason.clear();
@@ -294,6 +296,7 @@ void Fleet::start_failed(Revision& s, const std::shared_ptr<Instance>& inst, con
 void Fleet::drain_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
   if (inst->state != InstanceState::ready && inst->state != InstanceState::starting) return;
   inst->state = InstanceState::draining;
+  instances_changed();
   log::info("instance draining").kv("event", "instance.draining").kv("service", s.config.name).kv("instance", inst->id);
   if (inst->in_flight == 0) stop_instance(s, inst);
 }
@@ -315,6 +318,7 @@ void Fleet::call_off_starts(Revision& s) {
 void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
   if (inst->state == InstanceState::stopped) return;
   inst->state = InstanceState::stopped;
+  instances_changed();
   Revision* sp = &s;
   auto grace = s.config.grace;
   tasks_.spawn([this, sp, inst, grace] {
@@ -326,6 +330,7 @@ void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
     {
       std::lock_guard lock(sp->mu);
       std::erase(sp->instances, inst);
+      instances_changed();
     }
     {
       std::lock_guard lock(registry_mu_);
@@ -334,6 +339,14 @@ void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
     auto line = log::info("instance stopped");
     line.kv("event", "instance.stopped").kv("service", sp->config.name).kv("instance", inst->id);
     if (st) line.kv("status", exit_description(*st));
+  });
+}
+
+void Fleet::instances_changed() {
+  if (!instances_changed_ || change_posted_.exchange(true)) return;
+  asio::post(control_, [this] {
+    change_posted_ = false;
+    instances_changed_();
   });
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,7 @@ inline double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 using proxy::error_code;
 using proxy::tcp;
+namespace http = proxy::http;
 
 enum class InstanceState { starting, ready, draining, stopped };
 std::string_view to_string(InstanceState s);
@@ -97,6 +99,7 @@ struct Revision {
   std::size_t cold_start_buffered = 0;
   std::uint64_t requests_total = 0, cold_starts = 0, crashes = 0, refused = 0;
   std::uint64_t client_gone = 0;  // left the buffer because their client went away (499)
+  std::map<int, std::uint64_t> ended_by_status;  // every exchange it took or refused, by the status it ended with
   double last_cold_start_ms = -1;
   std::deque<std::pair<std::int64_t, double>> cold_start_log;  // (unix ms, duration ms), the last 50
   std::vector<double> latencies_ms;  // the last kLatenciesKept requests, arrival to end (a ring)

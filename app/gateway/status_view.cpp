@@ -96,8 +96,8 @@ std::string fit(const std::string& line, std::size_t width) {
 
 }  // namespace
 
-StatusView::StatusView(asio::io_context& control, const Fleet& fleet, const std::string& mode)
-    : timer_(control), fleet_(fleet) {
+StatusView::StatusView(asio::io_context& control, Fleet& fleet, const std::string& mode, std::string serving)
+    : timer_(control), fleet_(fleet), serving_(std::move(serving)) {
   if (mode == "none") mode_ = Mode::none;
   else mode_ = is_terminal(mode) ? Mode::tty : Mode::json;
 }
@@ -115,18 +115,19 @@ bool StatusView::is_terminal(const std::string& mode) {
 
 void StatusView::start() {
   if (mode_ == Mode::tty) log::set_sink(&Screen::sink);
-  if (mode_ != Mode::none) asio::co_spawn(timer_.get_executor(), loop(), asio::detached);
+  if (mode_ == Mode::none) return;
+  // An instance that starts, becomes ready or goes is shown at once; the rest (rates, frozen) at the poll.
+  fleet_.on_instances_changed([this] { refresh(); });
+  asio::co_spawn(timer_.get_executor(), loop(), asio::detached);
 }
 
 void StatusView::stop() {
+  stopped_ = true;  // on the control thread, as every refresh: none draws after this
+  timer_.cancel();
   if (mode_ == Mode::tty) {
     log::set_sink(nullptr);
     Screen::instance().release();
   }
-  asio::post(timer_.get_executor(), [this] {
-    stopped_ = true;
-    timer_.cancel();
-  });
 }
 
 std::string StatusView::table(const json::object& status, std::size_t width) {
@@ -158,27 +159,31 @@ std::string StatusView::table(const json::object& status, std::size_t width) {
   return out;
 }
 
+void StatusView::refresh() {
+  if (stopped_) return;
+  auto status = fleet_.status();
+  // rps moves every second even when nothing else does; compare without it.
+  auto key = status;
+  for (auto& s : key["services"].as_array()) {
+    s.as_object().erase("rps");
+    s.as_object().erase("concurrency");
+  }
+  auto text = json_text(key);
+  if (text == last_) return;
+  last_ = std::move(text);
+  if (mode_ == Mode::tty) {
+    auto width = terminal_width();
+    // The title's escape sequences take no columns (8 bytes); width 0: the terminal did not say, no cut.
+    Screen::instance().draw(fit("\x1b[2m── sluice gateway " + serving_ + " ──\x1b[0m", width ? width + 8 : 0) + "\n" +
+                            table(status, width));
+  } else {
+    log::info("status").kv("event", "status").raw_json("status", json_text(status));
+  }
+}
+
 asio::awaitable<void> StatusView::loop() {
   while (!stopped_) {
-    auto status = fleet_.status();
-    // rps moves every second even when nothing else does; compare without it.
-    auto key = status;
-    for (auto& s : key["services"].as_array()) {
-      s.as_object().erase("rps");
-      s.as_object().erase("concurrency");
-    }
-    auto text = json_text(key);
-    if (text != last_) {
-      last_ = std::move(text);
-      if (mode_ == Mode::tty) {
-        auto width = terminal_width();
-        // The title's escape sequences take no columns (8 bytes); width 0: the terminal did not say, no cut.
-        Screen::instance().draw(fit("\x1b[2m── sluice gateway ──\x1b[0m", width ? width + 8 : 0) + "\n" +
-                                table(status, width));
-      } else {
-        log::info("status").kv("event", "status").raw_json("status", json_text(status));
-      }
-    }
+    refresh();
     timer_.expires_after(std::chrono::milliseconds(500));
     auto [ec] = co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec) co_return;

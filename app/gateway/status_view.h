@@ -1,6 +1,6 @@
-// What the gateway shows while it runs. On a terminal: the log lines scroll, and a compact table of
-// services and instances stays below them, redrawn in place when it changes (never reprinted into the
-// scrollback). Otherwise: one JSON line per change, shaped like every other log line
+// What the gateway shows while it runs. On a terminal: the log lines scroll (one a request among them),
+// and below them stay a title naming where the gateway serves and a compact table of services and
+// instances, redrawn in place when it changes (never reprinted into the scrollback). Otherwise: one JSON line per change, shaped like every other log line
 // ({"severity","timestamp","logger","message":"status","status":{...}}), on the same stream (stdout).
 #pragma once
 
@@ -12,11 +12,12 @@ namespace sluice::app::gateway {
 
 class StatusView {
  public:
-  // `mode`: auto (tty when stdout is a terminal, else json), tty, json or none.
-  StatusView(asio::io_context& control, const Fleet& fleet, const std::string& mode);
+  // `mode`: auto (tty when stdout is a terminal, else json), tty, json or none. `serving`: the title's
+  // text after "sluice gateway" (where requests go, where the dashboard is).
+  StatusView(asio::io_context& control, Fleet& fleet, const std::string& mode, std::string serving);
   ~StatusView();
   void start();
-  // Leaves the last table on the screen; log lines go straight to stdout again.
+  // Leaves the last table on the screen; log lines go straight to stdout again. On the control thread.
   void stop();
 
   // Whether `mode` means the terminal table (auto: stdout is a terminal).
@@ -26,8 +27,10 @@ class StatusView {
 
  private:
   asio::awaitable<void> loop();
+  void refresh();  // on the control thread: drawn (or logged) when the status changed
   asio::steady_timer timer_;
-  const Fleet& fleet_;
+  Fleet& fleet_;
+  std::string serving_;
   enum class Mode { none, tty, json } mode_;
   std::string last_;
   bool stopped_ = false;

@@ -94,11 +94,12 @@ asio::awaitable<void> Forwarding::run() {
     if (auto* m = w.shared.request_metrics.get())
       m->record_queue_depth(static_cast<std::int64_t>(w.shared.breaker->occupancy()));
   }
-  std::optional<InstanceLease> lease;
   if (w.shared.instances) {
-    auto refused = co_await pass_instance_set(w, req_, admit_by, lease, waiting_);
+    asked_for_instance_ = true;
+    auto refused = co_await pass_instance_set(w, req_, admit_by, lease_, waiting_);
     if (refused && !gone_) co_return co_await answer(*refused);
   }
+  const auto& lease = lease_;
   if (lease) deadline_.limit_request(lease->request_timeout);
   if (gone_) co_return co_await fail(Failure::client_gone, {});
 
@@ -245,6 +246,7 @@ asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
       co_await f.run();
       forwarded = Clock::now();
       if (counted.measured()) f.count_app_exchange(forwarded, counted);
+      f.report_to_instances(forwarded);
     }
     // The exchange counts until its codec has taken the whole response (or the client is gone).
     if (!down.is_flushed()) co_await down.flushed();

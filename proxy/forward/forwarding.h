@@ -38,6 +38,11 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   // from a refused connection counts and the queue wait does not. otelhttp's http_client_* as its transport
   // sees the exchange: until the response head (or the error), with the app's own status.
   void count_app_exchange(Clock::time_point end, const CountedExchange& counted) const;
+  // After run(): the gateway's InstanceSet hears how the exchange ended, with the lease it had.
+  void report_to_instances(Clock::time_point end) const {
+    if (auto* set = worker_.shared.instances.get(); set && asked_for_instance_)
+      set->exchange_ended(req_, record_, lease_ ? &*lease_ : nullptr, end);
+  }
 
  private:
   void client_gone() override {
@@ -77,6 +82,8 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   http::request_header<>& req_;
   ExchangeDeadline deadline_;
   net::WaitAbandon waiting_;  // ends a wait for admission when the client goes
+  std::optional<InstanceLease> lease_;  // the gateway's instance, held until the exchange is gone
+  bool asked_for_instance_ = false;
   std::unique_ptr<ClientExchange> up_;
   std::optional<BodySplice> request_splice_, response_splice_;
   const http::response_header<>* head_ = nullptr;

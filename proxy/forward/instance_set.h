@@ -11,6 +11,7 @@
 
 #include "common/wait_queue.h"
 #include "proxy/asio.h"
+#include "proxy/exchange.h"
 
 namespace sluice::proxy {
 
@@ -40,6 +41,12 @@ class InstanceSet {
                                                                               std::string_view tag,
                                                                               Clock::time_point deadline,
                                                                               net::WaitAbandon* abandon) = 0;
+
+  // Every exchange that asked for an instance, once it has ended: its request head, its record (final
+  // status, start) and the lease it got (null when it was refused, or left while it waited). On the
+  // exchange's worker, before the lease is let go; must be cheap.
+  virtual void exchange_ended(const http::request_header<>& /*req*/, const ExchangeRecord& /*record*/,
+                              const InstanceLease* /*lease*/, Clock::time_point /*end*/) {}
 
   // A client connected: a request is likely to follow, so work that takes a while (thawing an instance)
   // may start before it is parsed. Any worker thread; must be cheap.

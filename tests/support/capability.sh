@@ -13,7 +13,7 @@
 set -uo pipefail
 
 NAMES="root busybox netns runc crun cgroup2-freeze cgroup2-cpu-max cgroup1-freezer cgroup1-cfs-quota podman
-chromium python-grpc python-otlp openssl curl nghttp localhost kubectl h2spec"
+chromium python-grpc python-otlp openssl curl nghttp localhost kubectl h2spec tmux"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-capability-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -121,6 +121,11 @@ probe() {
     openssl) command -v openssl >/dev/null || { echo "the openssl tool is not installed"; return 1; } ;;
     localhost) getent hosts localhost >/dev/null || { echo "'localhost' does not resolve (no /etc/hosts entry)"; return 1; } ;;
     kubectl) command -v kubectl >/dev/null || { echo "kubectl is not installed (kubernetes-client)"; return 1; } ;;
+    tmux)  # a terminal that a test can read back as a developer sees it (capture-pane)
+      command -v tmux >/dev/null || { echo "tmux is not installed"; return 1; }
+      tmux -f /dev/null -L "sluice-capability-$$" new-session -d -x 80 -y 24 true >/dev/null 2>&1 ||
+        { echo "tmux cannot start a session here"; return 1; }
+      tmux -L "sluice-capability-$$" kill-server >/dev/null 2>&1 || true ;;
     h2spec) h2spec_binary >/dev/null || { echo "h2spec is not installed (\$H2SPEC, /var/tmp/h2spec or PATH)"; return 1; } ;;
     *) echo "no such capability: $1 (tests/support/capability.sh --names)"; return 2 ;;
   esac

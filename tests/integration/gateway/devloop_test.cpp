@@ -14,10 +14,12 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <thread>
 
 #include "tests/integration/gateway/gateway_harness.h"
+#include "tests/support/capability.h"
 
 namespace sluice::test {
 namespace {
@@ -273,6 +275,22 @@ TEST(GatewayDevLoop, PipedOutputIsOneJsonShapeWithPlainNumbers) {
     EXPECT_EQ(l.find("E0,"), std::string::npos) << l;
     EXPECT_EQ(l.find("──"), std::string::npos) << l;
   }
+  // The request's own line, in the same shape, with its revision, instance and whether it waited for a start.
+  auto request = gw.process->wait_for_line("\"message\":\"request\"", 5s);
+  ASSERT_TRUE(request) << gw.process->stdout_text();
+  auto r = json::parse(*request).as_object();
+  EXPECT_EQ(r.at("method"), "GET");
+  EXPECT_EQ(r.at("path"), "/");
+  EXPECT_EQ(r.at("status"), 200);
+  EXPECT_TRUE(r.at("duration_ms").is_number()) << *request;
+  EXPECT_EQ(r.at("service"), "app");
+  EXPECT_EQ(r.at("revision"), "app-00001");
+  EXPECT_EQ(r.at("cold_start"), true) << "the first request waited for an instance to start: " << *request;
+  // And counted by the status it ended with.
+  auto metrics = body_of(http_get(gw.admin_port, "/metrics"));
+  EXPECT_NE(metrics.find("sluice_requests_total{code=\"200\",revision=\"app-00001\",service=\"app\"} 1"),
+            std::string::npos)
+      << metrics;
 }
 
 TEST(GatewayDevLoop, TheBinaryHasVersionHelpAndBareUsage) {
@@ -361,7 +379,7 @@ TEST(GatewayDevLoop, OnATerminalTheTableIsRedrawnInPlace) {
   Process term(ProcessOptions{.argv = {"script", "-qfec", command, "/dev/null"},
                               .env = {{"COLUMNS", "120"}, {"TMPDIR", tmp.path()}}});
   ASSERT_TRUE(term.wait_for_line("listening", 20s)) << term.stdout_text();
-  ASSERT_TRUE(eventually([&] { return term.stdout_text().find("── sluice gateway ──") != std::string::npos; }, 10s));
+  ASSERT_TRUE(eventually([&] { return term.stdout_text().find("── sluice gateway ·") != std::string::npos; }, 10s));
   ASSERT_EQ(curl({"http://127.0.0.1:" + std::to_string(port) + "/"}).exit_code, 0);
   // A redraw: "\r ESC[<n>A ESC[J" erases the table the terminal shows, then the new one follows.
   EXPECT_TRUE(eventually([&] {
@@ -378,6 +396,58 @@ TEST(GatewayDevLoop, OnATerminalTheTableIsRedrawnInPlace) {
   ASSERT_TRUE(std::regex_search(out, m, std::regex("/sluice-([0-9]+)/logs"))) << out;
   ::kill(std::stoi(m[1].str()), SIGTERM);
   EXPECT_TRUE(term.wait_exit(30s));
+}
+
+// What a developer sees, read back from a real terminal (tmux's capture-pane): the title with the
+// gateway's and the dashboard's URLs stays above the table whatever scrolls, each request gets a line
+// (the first marked as a cold start), and the table never shows an instance that is gone: the
+// validation instance is stopped before the first request, and the table that follows its line names
+// only the instance the requests started.
+TEST(GatewayDevLoop, ATerminalShowsWhereItServesALineARequestAndNoInstanceThatIsGone) {
+  SLUICE_NEED("tmux");
+  const int port = free_port(), admin = free_port();
+  const std::string server = "sluice-test-" + std::to_string(::getpid());
+  auto tmux = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"tmux", "-f", "/dev/null", "-L", server});
+    return run_command(args, 10s);
+  };
+  // More than one word: tmux runs the command itself, no shell, so the pane's pid is the gateway's.
+  ASSERT_EQ(tmux({"new-session", "-d", "-x", "160", "-y", "50", SLUICE_BIN, "gateway", "--listen",
+                  "127.0.0.1:" + std::to_string(port), "--admin", "127.0.0.1:" + std::to_string(admin), "--",
+                  DEMO_APP_BIN})
+                .exit_code,
+            0);
+  struct Server {
+    std::function<CommandResult(std::vector<std::string>)> tmux;
+    ~Server() { tmux({"kill-server"}); }
+  } cleanup{tmux};
+  const auto pane_pid = tmux({"list-panes", "-F", "#{pane_pid}"}).out;
+  ASSERT_FALSE(pane_pid.empty());
+  const pid_t gateway = std::stoi(pane_pid);
+  auto screen = [&] { return tmux({"capture-pane", "-p"}).out; };
+  const std::string title = "── sluice gateway · http://127.0.0.1:" + std::to_string(port) +
+                            "/ · dashboard http://127.0.0.1:" + std::to_string(admin) + "/";
+  ASSERT_TRUE(eventually([&] { return screen().find("instance stopped service=app instance=app-1") != std::string::npos; },
+                         20s))
+      << screen();
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(curl({"http://127.0.0.1:" + std::to_string(port) + "/"}).exit_code, 0);
+  const std::regex cold("GET / 200 [0-9.]+ ms  app-00001 app-2 \\(cold start\\)\n");
+  const std::regex warm("GET / 200 [0-9.]+ ms  app-00001 app-2\n");
+  std::string seen;
+  EXPECT_TRUE(eventually([&] {
+    seen = screen();
+    const auto title_at = seen.find(title);
+    if (title_at == std::string::npos) return false;
+    const auto table = seen.substr(title_at);
+    return std::regex_search(seen, cold) && std::regex_search(seen, warm) &&
+           table.find("app-2") != std::string::npos && table.find("app-1") == std::string::npos;
+  }, 10s)) << seen;
+  // Below the last log line: nothing but the title and the table (one service, one instance).
+  const auto title_at = seen.find(title);
+  ASSERT_NE(title_at, std::string::npos) << seen;
+  EXPECT_EQ(seen.find("GET / ", title_at), std::string::npos) << "a request line below the title: " << seen;
+  ::kill(gateway, SIGTERM);
+  EXPECT_TRUE(eventually([&] { return ::kill(gateway, 0) != 0; }, 30s)) << "the gateway did not stop";
 }
 
 }  // namespace

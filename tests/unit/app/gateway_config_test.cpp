@@ -28,6 +28,7 @@ TEST(GatewayConfig, YamlServicesWithKnativeAutoscalingKeys) {
 listen: 0.0.0.0:9000
 admin: 9001
 request-timeout: 90s
+request-lines: false
 features: {throttling: allowed, scale-to-zero: enabled}
 autoscaler:
   stable-window: 10s
@@ -50,6 +51,8 @@ services:
   EXPECT_EQ(g.admin_address, "127.0.0.1");
   EXPECT_EQ(g.admin_port, 9001);
   EXPECT_EQ(g.request_timeout, std::chrono::seconds(90));
+  EXPECT_FALSE(g.request_lines);
+  EXPECT_TRUE(one_liner({"./server"}).request_lines);
   ASSERT_EQ(g.services.size(), 2u);
   const auto& web = g.services[0];
   EXPECT_EQ(web.command, (std::vector<std::string>{"/bin/sh", "-c", "exec ./web --port $PORT"}));
