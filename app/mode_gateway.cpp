@@ -36,6 +36,7 @@
 #include "common/log.h"
 #include "proxy/listen/server.h"
 #include "runtime/runtime.h"
+#include "runtime/sandbox_net.h"
 
 namespace sluice::app {
 namespace {
@@ -227,21 +228,37 @@ int run_gateway(Args args) {
       if (warned.insert(w).second) log::warn(w).kv("event", "config.ignored");
   };
   warn_ignored(cfg.warnings);
-  // The metadata server, on a loopback port of its own (Cloud Run's contract: GCE_METADATA_HOST).
+  // The metadata server, on a port of its own (Cloud Run's contract: GCE_METADATA_HOST). Instances on the
+  // host reach it on loopback; instances in pods at their link's host end, so with pods it listens on every
+  // address and answers loopback and the pods' range only. The caller is the instance that owns the
+  // loopback connection, or the pod the address belongs to.
   std::unique_ptr<net::ControlListener> metadata;
+  const auto pod_range = fleet->sandboxed() ? runtime::parse_cidr(cfg.sandbox_network) : std::nullopt;
+  const std::string metadata_address = pod_range ? "0.0.0.0" : "127.0.0.1";
   if (cfg.metadata_server) {
     metadata = std::make_unique<net::ControlListener>(
-        control, "metadata", "127.0.0.1", 0, [&](const net::ControlRequest& req) -> asio::awaitable<net::ControlResponse> {
-          std::optional<gw::MetadataCaller> caller;
-          auto peer = std::string(req[net::kPeerField]);
-          if (auto colon = peer.rfind(':'); colon != std::string::npos && peer.starts_with("127.0.0.1:")) {
-            auto client_port = static_cast<std::uint16_t>(std::stoul(peer.substr(colon + 1)));
-            if (auto id = gw::instance_of_connection(client_port, metadata->port(), fleet->instance_pids()))
-              if (auto sr = fleet->service_and_revision(*id)) caller = gw::MetadataCaller{*id, sr->first, sr->second};
+        control, "metadata", metadata_address, 0,
+        [&](const net::ControlRequest& req) -> asio::awaitable<net::ControlResponse> {
+          const auto peer = std::string(req[net::kPeerField]);
+          const auto colon = peer.rfind(':');
+          boost::system::error_code ec;
+          const auto ip = asio::ip::make_address_v4(peer.substr(0, colon), ec);
+          const std::uint32_t mask = pod_range ? ~0U << (32 - pod_range->second) : 0;
+          std::optional<std::string> id;
+          if (!ec && ip.is_loopback() && colon != std::string::npos) {
+            const auto client_port = static_cast<std::uint16_t>(std::stoul(peer.substr(colon + 1)));
+            id = gw::instance_of_connection(client_port, metadata->port(), fleet->instance_pids());
+          } else if (!ec && pod_range && (ip.to_uint() & mask) == pod_range->first) {
+            id = fleet->instance_at(ip);
+          } else {
+            co_return net::ControlResponse{403, "text/plain", "the metadata server answers this machine's instances only\n"};
           }
+          std::optional<gw::MetadataCaller> caller;
+          if (id)
+            if (auto sr = fleet->service_and_revision(*id)) caller = gw::MetadataCaller{*id, sr->first, sr->second};
           co_return gw::metadata_answer(req, caller);
         });
-    fleet->set_metadata_host("127.0.0.1:" + std::to_string(metadata->port()));
+    fleet->set_metadata_port(metadata->port());
   }
   fleet->set_plain_output(terminal);
   fleet->set_request_lines(cfg.request_lines);
@@ -318,7 +335,7 @@ int run_gateway(Args args) {
   view.start();
   log::info("listening").kv("listener", "admin").kv("address", cfg.admin_address).kv("port", static_cast<unsigned>(admin.port()));
   if (metadata)
-    log::info("listening").kv("listener", "metadata").kv("address", "127.0.0.1").kv("port", static_cast<unsigned>(metadata->port()));
+    log::info("listening").kv("listener", "metadata").kv("address", metadata_address).kv("port", static_cast<unsigned>(metadata->port()));
   // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening").kv("listener", "gateway").kv("address", cfg.listen_address)
       .kv("port", static_cast<unsigned>(server.port())).kv("workers", server.workers())

@@ -107,7 +107,10 @@ class Fleet final : public proxy::InstanceSet {
   // Changes seen (`last`) while the service's build ran are the build's own output and are ignored.
   void files_changed(const std::string& service, const std::string& what, Clock::time_point last);
   // GCE_METADATA_HOST / GCE_METADATA_IP for instances started from now on ("ADDRESS:PORT"); before start().
-  void set_metadata_host(std::string host) { metadata_host_ = std::move(host); }
+  // The metadata server's port, for instances' GCE_METADATA_HOST; before start().
+  void set_metadata_port(std::uint16_t port) { metadata_port_ = port; }
+  // The instance a pod's address belongs to (the metadata server's caller); control thread.
+  std::optional<std::string> instance_at(const asio::ip::address_v4& address) const;
   // On the control thread. Every running instance: id → pid, and what the metadata server tells it about itself.
   std::vector<std::pair<std::string, int>> instance_pids() const;
   std::optional<std::pair<std::string, std::string>> service_and_revision(const std::string& instance) const;
@@ -213,7 +216,7 @@ class Fleet final : public proxy::InstanceSet {
   bool request_lines_ = true;
   std::function<void()> instances_changed_;
   std::atomic<bool> change_posted_{false};
-  std::string metadata_host_;
+  std::uint16_t metadata_port_ = 0;
   Tasks tasks_;
   // Instances are forked here: a thread that lives as long as the fleet, so that they die with it
   // (InstanceSpec::die_with_starter) even when the gateway is killed outright.

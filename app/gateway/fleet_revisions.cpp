@@ -296,6 +296,15 @@ std::vector<std::pair<std::string, int>> Fleet::instance_pids() const {
   return out;
 }
 
+std::optional<std::string> Fleet::instance_at(const asio::ip::address_v4& address) const {
+  for (const auto& s : services_) {
+    std::lock_guard lock(s->mu);
+    for (const auto& i : s->instances)
+      if (i->address == address && i->state != InstanceState::stopped) return i->id;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::pair<std::string, std::string>> Fleet::service_and_revision(const std::string& instance) const {
   auto [s, inst] = find(instance);
   if (!s) return std::nullopt;

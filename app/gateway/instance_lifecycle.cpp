@@ -96,10 +96,6 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   spec.handler = c.handler;
   spec.command = c.command;
   spec.env = c.env;
-  if (!metadata_host_.empty()) {
-    spec.env.emplace("GCE_METADATA_HOST", metadata_host_);
-    spec.env.emplace("GCE_METADATA_IP", metadata_host_);
-  }
   spec.working_dir = c.working_dir;
   spec.rootfs = c.rootfs;
   if (std::string why; !c.image.empty() && !image_spec(s, spec, why)) return failed(why);
@@ -110,12 +106,22 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   std::string pod_error;
   auto address = pods_.open(c, spec, pod_error);
   if (!address) return failed(pod_error);
+  {
+    // Known before the app runs, so that its first question to the metadata server finds it.
+    std::lock_guard lock(s->mu);
+    inst->address = asio::ip::make_address_v4(address->address);
+  }
+  // The metadata server as the instance reaches it: the host's end of its pod's link, or loopback.
+  if (metadata_port_ != 0) {
+    const auto where = address->host + ":" + std::to_string(metadata_port_);
+    spec.env.emplace("GCE_METADATA_HOST", where);
+    spec.env.emplace("GCE_METADATA_IP", where);
+  }
   if (auto ok = runtime_.create(spec); !ok) return failed(ok.error());
   if (auto ok = runtime_.start(spec.id); !ok) return failed(ok.error());
   if (auto hook = pods_.post_start(c, spec.id); !hook.empty()) return failed(hook);
   auto st = runtime_.status(spec.id);
   std::lock_guard lock(s->mu);
-  inst->address = asio::ip::make_address_v4(*address);
   inst->port = static_cast<std::uint16_t>(spec.port);
   if (st) inst->pid = st->pid;
   // Stopped while it started (shutdown, a superseded revision): stop_instance's task found nothing to stop.

@@ -1,5 +1,5 @@
-// A local stand-in for Cloud Run's metadata server (optional in the runtime contract): on a loopback
-// port given to every instance as GCE_METADATA_HOST and GCE_METADATA_IP, /computeMetadata/v1/... answers
+// A local stand-in for Cloud Run's metadata server (optional in the runtime contract): on a port given to
+// every instance as GCE_METADATA_HOST and GCE_METADATA_IP (loopback, or its pod link's host end), /computeMetadata/v1/... answers
 // requests that carry `Metadata-Flavor: Google` (403 without, as Google's does) with the project
 // ("local"), region ("local"), the calling instance's id, service and revision, and a service-account
 // token that is plainly fake (it works nowhere: it only lets client libraries start).

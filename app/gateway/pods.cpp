@@ -41,12 +41,12 @@ InstancePods::InstancePods(const GatewayConfig& config, runtime::RuntimeService&
       .kv("event", "sandbox.fallback").kv("reason", *why);
 }
 
-std::optional<std::string> InstancePods::open(const ServiceConfig& service, runtime::InstanceSpec& spec,
-                                              std::string& error) {
+std::optional<InstancePods::Addresses> InstancePods::open(const ServiceConfig& service,
+                                                          runtime::InstanceSpec& spec, std::string& error) {
   if (service.run_as_user) spec.run_as_user = service.run_as_user;  // else the image's user, if any
   if (service.run_as_group) spec.run_as_group = service.run_as_group;
   spec.run_as_non_root = service.run_as_non_root;
-  if (!enabled_) return std::string("127.0.0.1");
+  if (!enabled_) return Addresses{.address = "127.0.0.1", .host = "127.0.0.1"};
   runtime::PodSandboxConfig pod;
   pod.id = sandbox_id(spec.id);
   pod.limits.memory_bytes = service.memory_bytes;
@@ -58,7 +58,8 @@ std::optional<std::string> InstancePods::open(const ServiceConfig& service, runt
   spec.sandbox = pod.id;
   // As in a pod: every instance listens on the same port, at an address of its own.
   spec.port = service.port ? service.port : 8080;
-  return runtime_.pod_sandbox_status(pod.id)->address;
+  const auto status = runtime_.pod_sandbox_status(pod.id);
+  return Addresses{.address = status->address, .host = status->host_address};
 }
 
 void InstancePods::close(const std::string& instance_id) {

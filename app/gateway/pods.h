@@ -18,9 +18,14 @@ class InstancePods {
   InstancePods(const GatewayConfig& config, runtime::RuntimeService& runtime);
 
   bool enabled() const { return enabled_; }
+  // Where an instance is, as seen from the host (`address`), and where the host is, as seen from inside
+  // its pod (`host`: the host end of the pod's link; 127.0.0.1 without pods).
+  struct Addresses {
+    std::string address, host;
+  };
   // Fills in the parts of `spec` the service's pod settings decide (user, sandbox, port); with pods, makes
-  // the instance's pod and returns its address. nullopt with `error` when the pod could not be made.
-  std::optional<std::string> open(const ServiceConfig& service, runtime::InstanceSpec& spec, std::string& error);
+  // the instance's pod. nullopt with `error` when the pod could not be made.
+  std::optional<Addresses> open(const ServiceConfig& service, runtime::InstanceSpec& spec, std::string& error);
   // Removes the instance's pod (after its container); a no-op without pods.
   void close(const std::string& instance_id);
   // The service's postStart hook, if any: "" when it succeeded, else why it failed (kubelet kills then).

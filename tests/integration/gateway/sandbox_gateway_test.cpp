@@ -317,5 +317,47 @@ TEST(SandboxGatewayFallback, WithoutPodsAutoRunsOnTheHostNetworkAndOnRefuses) {
       << r.err;
 }
 
+// Cloud Run's metadata server from inside a pod: the instance's GCE_METADATA_HOST is the host end of its
+// pod's link (the one address a pod can reach), and the server knows the caller by its pod's address.
+TEST_F(SandboxGateway, AnInstanceInAPodReadsTheMetadataServerAtItsLinksHostEnd) {
+  const auto out = fs::temp_directory_path() / ("sluice-sb-md-" + std::to_string(::getpid()));
+  fs::create_directories(out);
+  const auto script = out / "ask.sh";
+  const std::string ask = "curl -s -H 'Metadata-Flavor: Google' \"http://$GCE_METADATA_HOST/computeMetadata/v1/";
+  std::ofstream(script) << ask << "instance/id\" > " << out.string() << "/id.tmp && mv " << out.string() << "/id.tmp "
+                        << out.string() << "/id\n"
+                        << ask << "instance/attributes/service\" > " << out.string() << "/service\n"
+                        << ask << "instance/attributes/revision\" > " << out.string() << "/revision\n"
+                        << "echo \"$GCE_METADATA_HOST\" > " << out.string() << "/host\n"
+                        << "exec " << DEMO_APP_BIN << " --host 0.0.0.0 --port 8080\n";
+  Config cfg("  web:\n    command: [/bin/sh, " + script.string() + "]\n    port: 8080\n    min-scale: 1\n");
+  auto read = [&](const std::string& name) {
+    std::ifstream in(out / name);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  int pid;
+  std::vector<std::vector<std::string>> seen;
+  {
+    SandboxedGateway gw(cfg);
+    pid = gw.process->pid();
+    ASSERT_TRUE(eventually([&] { return gw.ready() == 1; }, 20s)) << gw.process->stdout_text();
+    seen = leases_of(pid);
+    int metadata_port = 0;
+    for (const auto& l : gw.process->lines())
+      if (l.find("\"listener\":\"metadata\"") != std::string::npos) metadata_port = static_cast<int>(json_int_field(l, "port"));
+    ASSERT_GT(metadata_port, 0) << gw.process->stdout_text();
+    ASSERT_TRUE(eventually([&] { return fs::exists(out / "host"); }, 10s)) << gw.process->stdout_text();
+    EXPECT_EQ(read("id"), "web-1");
+    EXPECT_EQ(read("service"), "web");
+    EXPECT_EQ(read("revision"), "web-00001");
+    // The pod's address is the odd end of its /31; the host's is the even one below it.
+    auto pod = boost::asio::ip::make_address_v4(std::string(gw.instances()[0].as_object()["address"].as_string()));
+    auto host = boost::asio::ip::make_address_v4(pod.to_uint() - 1);
+    EXPECT_EQ(read("host"), host.to_string() + ":" + std::to_string(metadata_port) + "\n");
+  }
+  expect_clean(pid, seen);
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace sluice::test
