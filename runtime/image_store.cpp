@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 
 #include "common/ascii.h"
 #include "runtime/layer_unpack.h"
+#include "runtime/exec.h"
 #include "runtime/spawn.h"
 
 extern char** environ;
@@ -156,25 +156,21 @@ bool apply_layer(const fs::path& blob, int root_fd, UnpackStats& stats, std::str
     error = std::string("pipe: ") + std::strerror(errno);
     return false;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, file, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  char arg0[8], arg1[] = "-dc";
-  std::strncpy(arg0, tool, sizeof arg0 - 1);
-  arg0[sizeof arg0 - 1] = '\0';
-  char* argv[] = {arg0, arg1, nullptr};
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, tool, &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
+  SpawnRequest req;
+  req.argv = {tool, "-dc"};
+  for (char** e = environ; *e; ++e) req.env.emplace_back(*e);
+  req.stdin_fd = file;
+  req.stdout_fd = out[1];
+  const auto spawned = spawn_process(req);
   ::close(out[1]);
   ::close(file);
-  if (rc != 0) {
+  if (spawned.pid < 0) {
     ::close(out[0]);
-    error = std::string("cannot run ") + tool + " to decompress a layer: " + std::strerror(rc);
+    error = "cannot run " + std::string(tool) + " to decompress a layer: " + spawned.error;
     return false;
   }
+  ::close(spawned.pidfd);
+  const pid_t pid = spawned.pid;
   bool ok = unpack_layer(out[0], root_fd, stats, error);
   if (!ok) ::kill(pid, SIGKILL);
   // The tar's end is padded to a record: read the rest, so the decompressor finishes rather than blocks.

@@ -45,7 +45,7 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
-  if (::setpgid(0, 0) != 0) child_fail(err_fd, errno);
+  if (req.own_process_group && ::setpgid(0, 0) != 0) child_fail(err_fd, errno);
   if (!in_cgroup && req.cgroup_procs_fd >= 0 && ::write(req.cgroup_procs_fd, "0", 1) != 1) child_fail(err_fd, errno);
   for (int fd : req.join_procs_fds)
     if (::write(fd, "0", 1) != 1) child_fail(err_fd, errno);
@@ -57,9 +57,13 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
     if (::syscall(SYS_setresgid, req.gid, req.gid, req.gid) != 0) child_fail(err_fd, errno);
   }
   if (req.uid >= 0 && ::syscall(SYS_setresuid, req.uid, req.uid, req.uid) != 0) child_fail(err_fd, errno);
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull < 0 || ::dup2(devnull, 0) < 0) child_fail(err_fd, errno);
-  if (::dup2(req.stdout_fd, 1) < 0 || ::dup2(req.stderr_fd, 2) < 0) child_fail(err_fd, errno);
+  auto onto = [&](int fd, int target, int null_flags) {
+    if (fd < 0) fd = ::open("/dev/null", null_flags);
+    if (fd < 0 || ::dup2(fd, target) < 0) child_fail(err_fd, errno);
+  };
+  onto(req.stdin_fd, 0, O_RDONLY);
+  onto(req.stdout_fd, 1, O_WRONLY);
+  onto(req.stderr_fd, 2, O_WRONLY);
   // Nothing of the runtime's (sockets, other instances' pipes) may leak into the app.
   ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
   if (!req.working_dir.empty() && ::chdir(req.working_dir.c_str()) != 0) child_fail(err_fd, errno);
@@ -149,31 +153,6 @@ Spawned spawn_process(const SpawnRequest& req) {
     out.pid = -1;
   }
   return out;
-}
-
-int run_helper(const std::vector<std::string>& argv, std::string& output) {
-  int out_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return -1;
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  SpawnRequest req{argv, env, {}, out_pipe[1], out_pipe[1], -1};
-  auto spawned = spawn_process(req);
-  ::close(out_pipe[1]);
-  if (spawned.pid < 0) {
-    ::close(out_pipe[0]);
-    output = spawned.error;
-    return -1;
-  }
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(out_pipe[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0) output.append(buf, static_cast<size_t>(n));
-  ::close(out_pipe[0]);
-  ::close(spawned.pidfd);
-  int status = 0;
-  while (::waitpid(spawned.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace sluice::runtime

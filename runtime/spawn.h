@@ -1,4 +1,5 @@
-// fork/exec of an instance process: own process group, stdin at EOF, output to pipes, optional cgroup.
+// fork/exec of an instance process (and of the tools sluice runs): own process group, stdin at EOF unless
+// given, output to pipes, optional cgroup.
 #pragma once
 
 #include <sys/types.h>
@@ -13,7 +14,7 @@ struct SpawnRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "KEY=VALUE", the complete environment
   std::filesystem::path working_dir;
-  int stdout_fd = -1;            // write ends, dup'ed onto 1 and 2 in the child
+  int stdout_fd = -1;            // write ends, dup'ed onto 1 and 2 in the child; -1: /dev/null
   int stderr_fd = -1;
   int cgroup_procs_fd = -1;      // when >= 0, the child writes "0" here before exec
   // A cgroup v2 directory fd: the child is created in it (clone3 CLONE_INTO_CGROUP), which spares the
@@ -24,10 +25,12 @@ struct SpawnRequest {
   int ipcns_fd = -1;             // likewise for an IPC namespace
   std::vector<int> join_procs_fds;  // further cgroup.procs files (a pod's v1 memory/cpu dirs) to write "0" to
   int uid = -1, gid = -1;        // when >= 0, the child drops supplementary groups and switches before exec
+  int stdin_fd = -1;             // dup'ed onto 0; -1: /dev/null (at EOF)
+  bool own_process_group = true;  // false: stays in sluice's (a terminal's Ctrl-C reaches it too)
 };
 
 struct Spawned {
-  pid_t pid = -1;     // also the process group id
+  pid_t pid = -1;     // also the process group id (with own_process_group)
   int pidfd = -1;     // for waiting without SIGCHLD; owned by the caller
   std::string error;  // set (and pid -1) when fork/exec failed, e.g. "exec foo: No such file or directory"
 };
@@ -37,9 +40,5 @@ Spawned spawn_process(const SpawnRequest& req);
 
 // argv[0] resolved against `path_var` (a PATH value) when it has no '/'; empty if not found.
 std::string resolve_executable(const std::string& name, const std::string& path_var);
-
-// Runs a helper command (e.g. `runc kill`) to completion; returns its exit code (-1 if it could not run
-// or was killed) and its combined output.
-int run_helper(const std::vector<std::string>& argv, std::string& output);
 
 }  // namespace sluice::runtime

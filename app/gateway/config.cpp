@@ -36,7 +36,7 @@ const std::set<std::string, std::less<>>& service_keys() {
       "command", "env", "working-dir", "handler", "rootfs", "image", "port", "hosts", "default", "readiness-path",
       "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features",
       "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start",
-      "request-timeout", "watch", "build"};
+      "request-timeout", "watch", "build", "build-timeout"};
   return keys;
 }
 
@@ -74,6 +74,10 @@ void service_key(const std::string& source, ServiceConfig& s, const std::string&
   else if (key == "pre-stop") s.pre_stop = command_of(source, v, path);
   else if (key == "post-start") s.post_start = command_of(source, v, path);
   else if (key == "build") s.build = command_of(source, v, path);
+  else if (key == "build-timeout") {
+    s.build_timeout = duration(source, v, path);
+    if (s.build_timeout.count() <= 0) fail(source, v, path, "must be longer than 0s");
+  }
   else if (key == "watch") {
     s.watch = strings(source, v, path);
     for (const auto& g : s.watch)

@@ -61,6 +61,7 @@ struct ServiceConfig {
   std::optional<Millis> request_timeout;  // whole exchange for this service (Knative's timeoutSeconds)
   std::vector<std::string> watch;   // globs (relative to the config file's directory): a change makes a revision
   std::vector<std::string> build;   // run before a new revision starts; a failure keeps the old one
+  Millis build_timeout{std::chrono::minutes(10)};  // a build still running then is killed, and failed
   bool validate = true;                  // start one instance at start to prove the service can start
   // Per-service opt-ins, honoured when the gateway's feature state is `allowed`.
   std::optional<bool> throttling, scale_to_zero, h2c_upstream;

@@ -1,10 +1,5 @@
 // Revisions: a changed config or changed watched files make a new revision of a service, which is
 // validated (an instance must become ready) before traffic moves to it and the old one drains; see fleet.h.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -12,6 +7,7 @@
 #include "app/gateway/fleet.h"
 #include "common/ascii.h"
 #include "common/log.h"
+#include "runtime/exec.h"
 
 extern char** environ;
 
@@ -238,42 +234,23 @@ void Fleet::run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g,
   };
   const auto started = Clock::now();
   log::info("build " + sc.name + " started").kv("event", "build.started").kv("service", sc.name).kv("reason", reason);
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return (void)finished(false);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (!sc.working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, sc.working_dir.c_str());
-  std::vector<char*> argv;
-  for (const auto& a : sc.build) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
-  std::string pending, last;
-  char buf[4096];
-  while (rc == 0) {
-    ssize_t n = ::read(out[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    pending.append(buf, static_cast<std::size_t>(n));
-    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
-      last = pending.substr(0, nl);
-      log::info("build").kv("event", "build.output").kv("service", sc.name).kv("line", last);
-      pending.erase(0, nl + 1);
-    }
-  }
-  ::close(out[0]);
-  int status = 0;
-  if (rc == 0) ::waitpid(pid, &status, 0);
+  // In the gateway's process group, as a command run from its terminal: a Ctrl-C stops the build too.
+  runtime::SpawnRequest req;
+  req.argv = sc.build;
+  for (char** e = environ; *e; ++e) req.env.emplace_back(*e);
+  req.working_dir = sc.working_dir;
+  req.own_process_group = false;
+  std::string last;
+  const auto result = runtime::run_lines(std::move(req), sc.build_timeout, [&](std::string_view line) {
+    last = line;
+    log::info("build").kv("event", "build.output").kv("service", sc.name).kv("line", line);
+  });
   const auto ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
-  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string why = rc != 0 ? std::string("cannot run ") + argv[0] + ": " + std::strerror(rc)
-                      : WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
-                                          : "killed by signal " + std::to_string(WTERMSIG(status));
+  if (!result.succeeded()) {
+    std::string why = !result.error.empty() ? result.error
+                      : result.timed_out    ? "still running after the build-timeout, killed"
+                      : result.signal != 0  ? "killed by signal " + std::to_string(result.signal)
+                                            : "exited with code " + std::to_string(result.exit_code);
     if (!last.empty()) why += "; last output: " + last;
     finished(false);
     log::error("build " + sc.name + " failed: " + why + "; the serving revision stays")

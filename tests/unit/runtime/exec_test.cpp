@@ -1,0 +1,77 @@
+// Running tools to completion (runtime/exec.h): output captured or line by line, exit codes and signals,
+// the deadline, stdin from a file, and a child left in sluice's process group.
+#include "runtime/exec.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace sluice::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+SpawnRequest shell(const std::string& script) {
+  SpawnRequest req;
+  req.argv = {"/bin/sh", "-c", script};
+  for (char** e = environ; *e; ++e) req.env.emplace_back(*e);
+  return req;
+}
+
+TEST(RunLines, EachLineOfBothStreamsComesAsItIsWrittenAndTheLastOneWithoutANewlineToo) {
+  std::vector<std::string> lines;
+  auto r = run_lines(shell("echo one; echo two >&2; printf 'three\\r\\nfour'; exit 3"), 10s,
+                     [&](std::string_view l) { lines.emplace_back(l); });
+  EXPECT_EQ(lines, (std::vector<std::string>{"one", "two", "three", "four"}));
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE(r.succeeded());
+  EXPECT_TRUE(r.output.empty()) << "lines are handed on, not kept";
+}
+
+TEST(RunLines, ACommandStillRunningAtTheDeadlineIsKilledEvenInSluicesOwnProcessGroup) {
+  for (bool own_group : {true, false}) {
+    auto req = shell("echo started; exec sleep 30");
+    req.own_process_group = own_group;
+    std::vector<std::string> lines;
+    const auto began = std::chrono::steady_clock::now();
+    auto r = run_lines(std::move(req), 300ms, [&](std::string_view l) { lines.emplace_back(l); });
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.signal, SIGKILL);
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 10s);
+    EXPECT_EQ(lines, (std::vector<std::string>{"started"}));
+  }
+}
+
+TEST(RunCaptured, StdinComesFromTheGivenFileAndOutputIsCapped) {
+  char path[] = "/tmp/sluice-exec-test-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "abcdefgh", 8), 8);
+  ASSERT_EQ(::lseek(fd, 0, SEEK_SET), 0);
+  auto req = shell("cat");
+  req.stdin_fd = fd;
+  auto r = run_captured(std::move(req), 10s, 5);
+  ::close(fd);
+  ::unlink(path);
+  EXPECT_TRUE(r.succeeded()) << r.error;
+  EXPECT_EQ(r.output, "abcde");
+}
+
+TEST(RunHelper, AMissingToolIsMinusOneWithTheReason) {
+  std::string out;
+  EXPECT_EQ(run_helper({"sluice-no-such-tool-anywhere"}, out), -1);
+  EXPECT_NE(out.find("sluice-no-such-tool-anywhere"), std::string::npos) << out;
+  EXPECT_EQ(run_helper({"/bin/sh", "-c", "echo hi; exit 2"}, out), 2);
+  EXPECT_EQ(out, "hi\n");
+}
+
+}  // namespace
+}  // namespace sluice::runtime
