@@ -5,7 +5,10 @@
 //   cold_start_buffer.cpp    acquire and release on the workers: a ready instance or a place in the
 //                            revision's WaitQueue, under that revision's own mutex
 //   instance_lifecycle.cpp   start, async readiness, freeze/thaw, drain, stop, crash and OOM
-//   scaling_loop.cpp         each revision's RequestStats to its KPA, the decision applied
+//   scaling.{h,cpp}          one revision's KPA between a StatsSource and a ScaleTarget (its own part,
+//                            unit-tested alone)
+//   scaling_loop.cpp         the tickers, and the revision's stats and instances as that part's
+//                            StatsSource and ScaleTarget
 //   fleet_revisions.cpp      config changes and watched files → new revisions, validated, rolled over
 //   fleet_status.cpp         /.sluice/status and /metrics
 //
@@ -153,7 +156,10 @@ class Fleet final : public proxy::InstanceSet {
   // Scaling loop (control).
   asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)());
   void housekeeping();
-  void decide(Revision& s, Clock::time_point now);
+  class Supervised;  // a revision's ScaleTarget: scale() under its lock
+  // Gives `s` its RevisionScaler (a KPA with `config`), fed by its stats and applied through scale(), at
+  // `scale` instances.
+  void attach_scaler(Revision& s, const autoscaler::AutoscalerConfig& config, std::int32_t scale, Clock::time_point now);
   void scale(Revision& s, std::int32_t desired);  // under s.mu
 
   // Revisions (control).

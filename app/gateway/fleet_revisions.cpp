@@ -54,11 +54,11 @@ Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, P
   // Knative gives up on a revision stuck activating after its progress deadline + 30 s; the gateway's
   // start deadline plays the progress deadline's part.
   scaling.activation_timeout = std::chrono::duration_cast<autoscaler::Duration>(sc.start_deadline) + 30s;
-  s->kpa = std::make_unique<autoscaler::Kpa>(scaling, 0, now);
   // start() brings the service to its initial scale itself (as Knative creates the Deployment with it);
   // a new revision starts with the one instance that validates it.
-  s->kpa->set_scale(phase == Phase::validating ? std::max(1, sc.scaling.min_scale)
-                                               : std::max(sc.scaling.min_scale, sc.scaling.initial_scale));
+  attach_scaler(*s, scaling, phase == Phase::validating ? std::max(1, sc.scaling.min_scale)
+                                               : std::max(sc.scaling.min_scale, sc.scaling.initial_scale),
+                now);
   auto& numbers = instance_numbers_[sc.name];
   if (!numbers) numbers = std::make_shared<std::atomic<int>>(0);
   s->instance_numbers = numbers;

@@ -47,11 +47,11 @@ json::object Fleet::status() const {
     o["throttling"] = s->throttling.load();
     o["scale_to_zero"] = s->scale_to_zero;
     o["container_concurrency"] = s->config.scaling.container_concurrency;
-    o["desired"] = s->desired;
+    o["desired"] = s->scaler->desired();
     o["in_flight"] = s->in_flight;
     o["queued"] = s->waiters.size();
-    o["rps"] = std::round(s->last_rps * 100) / 100;
-    o["concurrency"] = std::round(s->last_concurrency * 100) / 100;
+    o["rps"] = std::round(s->scaler->rps() * 100) / 100;
+    o["concurrency"] = std::round(s->scaler->concurrency() * 100) / 100;
     o["requests_total"] = s->requests_total;
     o["refused_total"] = s->refused;
     o["client_gone_total"] = s->client_gone;
@@ -148,7 +148,7 @@ std::string Fleet::prometheus() const {
       l.emplace("state", state);
       return l;
     };
-    desired.Add(labels).Set(s->desired);  // control thread's own
+    desired.Add(labels).Set(s->scaler->desired());  // control thread's own
     std::lock_guard lock(s->mu);
     for (const auto& [status, n] : s->ended_by_status) {
       auto l = labels;

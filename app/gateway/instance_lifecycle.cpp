@@ -309,7 +309,7 @@ void Fleet::drain_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
 
 void Fleet::call_off_starts(Revision& s) {
   std::lock_guard lock(s.mu);
-  if (stopping_ || s.phase != Phase::serving || !s.waiters.empty() || s.in_flight != 0 || s.desired > 0) return;
+  if (stopping_ || s.phase != Phase::serving || !s.waiters.empty() || s.in_flight != 0 || s.scaler->desired() > 0) return;
   bool called_off = false;
   for (const auto& i : s.instances) {
     if (i->state != InstanceState::starting || i->validation) continue;
@@ -423,7 +423,7 @@ void Fleet::replace_later(Revision& s, Clock::duration delay) {
     if (ec) return;
     std::lock_guard lock(s.mu);
     if (s.phase != Phase::serving) return;
-    auto want = static_cast<std::size_t>(std::max(s.desired, s.config.scaling.min_scale));
+    auto want = static_cast<std::size_t>(std::max(s.scaler->desired(), s.config.scaling.min_scale));
     if (!s.waiters.empty()) want = std::max<std::size_t>(want, 1);
     if (s.active() < want) start_instance(s, false);
   });

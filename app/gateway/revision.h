@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "app/gateway/config.h"
+#include "app/gateway/scaling.h"
 #include "autoscaler/kpa.h"
 #include "common/wait_queue.h"
 #include "metrics/request_stats.h"
@@ -111,10 +112,11 @@ struct Revision {
   // Control.
   int percent = 0;                // share of the service's requests (serving)
   std::vector<std::string> tags;  // Knative-Serving-Tag values and <tag>-<service>.localhost hosts
-  std::unique_ptr<autoscaler::Kpa> kpa;
-  std::int32_t desired = 0;
-  double last_rps = 0, last_concurrency = 0;
-  autoscaler::Activity activity = autoscaler::Activity::activating;  // the KPA's, as last logged
+  // The scaling loop's part for this revision (scaling.h): fed by this revision's stats, applied through
+  // the fleet's supervision of its instances. The scaler refers to the other two: it goes first.
+  std::unique_ptr<StatsSource> stats_source;
+  std::unique_ptr<ScaleTarget> scale_target;
+  std::unique_ptr<RevisionScaler> scaler;
 
   // Under mu.
   std::size_t active() const;  // starting or ready

@@ -12,6 +12,47 @@ namespace sluice::app::gateway {
 
 using namespace std::chrono_literals;
 
+// A revision's instances as its RevisionScaler sees them.
+class Fleet::Supervised final : public ScaleTarget {
+ public:
+  Supervised(Fleet& fleet, Revision& revision) : fleet_(fleet), revision_(revision) {}
+  std::int32_t ready() const override {
+    std::lock_guard lock(revision_.mu);
+    std::int32_t n = 0;
+    for (const auto& i : revision_.instances) n += i->state == InstanceState::ready;
+    return n;
+  }
+  void scale_to(std::int32_t desired) override {
+    std::lock_guard lock(revision_.mu);
+    fleet_.scale(revision_, desired);
+  }
+
+ private:
+  Fleet& fleet_;
+  Revision& revision_;
+};
+
+namespace {
+
+// A revision's RequestStats as its RevisionScaler reads them (the stats are thread-safe on their own).
+class GateStats final : public StatsSource {
+ public:
+  explicit GateStats(metrics::RequestStats& stats) : stats_(stats) {}
+  metrics::PeriodReport report(ScaleClock::time_point now) override { return stats_.report(now); }
+
+ private:
+  metrics::RequestStats& stats_;
+};
+
+}  // namespace
+
+void Fleet::attach_scaler(Revision& s, const autoscaler::AutoscalerConfig& config, std::int32_t scale,
+                          Clock::time_point now) {
+  s.stats_source = std::make_unique<GateStats>(s.stats);
+  s.scale_target = std::make_unique<Supervised>(*this, s);
+  s.scaler = std::make_unique<RevisionScaler>(s.config.name, config, scale, now, *s.stats_source, *s.scale_target);
+}
+
 void Fleet::start() {
   for (auto& s : services_) {
     std::lock_guard lock(s->mu);
@@ -19,7 +60,7 @@ void Fleet::start() {
     auto want = std::max<std::int32_t>({s->config.scaling.min_scale, s->config.scaling.initial_scale,
                                         s->config.validate ? 1 : 0});
     for (std::int32_t i = 0; i < want; ++i) start_instance(*s, i == 0 && s->config.validate);
-    s->desired = std::max(s->config.scaling.min_scale, s->config.scaling.initial_scale);
+    s->scaler->set_desired(std::max(s->config.scaling.min_scale, s->config.scaling.initial_scale));
   }
   asio::co_spawn(control_, every(stat_timer_, 1s, &Fleet::stat_tick), asio::detached);
   asio::co_spawn(control_, every(scale_timer_, 2s, &Fleet::scale_tick), asio::detached);
@@ -42,14 +83,7 @@ void Fleet::stat_tick() {
       std::lock_guard lock(s->mu);
       if (s->phase != Phase::serving) continue;
     }
-    auto period = s->stats.report(now);
-    if (period.seconds <= 0) continue;
-    autoscaler::Stat stat;
-    stat.average_concurrent_requests = period.average_concurrency;
-    stat.request_count = static_cast<double>(period.requests) / period.seconds;
-    s->last_concurrency = stat.average_concurrent_requests;
-    s->last_rps = stat.request_count;
-    if (s->kpa->record(now, stat)) decide(*s, now);
+    s->scaler->stat_tick(now);
   }
 }
 
@@ -60,30 +94,8 @@ void Fleet::scale_tick() {
       std::lock_guard lock(s->mu);
       if (s->phase != Phase::serving) continue;
     }
-    decide(*s, now);
+    s->scaler->decide(now);
   }
-}
-
-void Fleet::decide(Revision& s, Clock::time_point now) {
-  std::int32_t ready = 0;
-  {
-    std::lock_guard lock(s.mu);
-    for (const auto& i : s.instances) ready += i->state == InstanceState::ready;
-  }
-  auto d = s.kpa->decide(now, ready);
-  if (d.desired_pods != s.desired)
-    log::info("scale").kv("event", "scale").kv("service", s.config.name).kv("from", s.desired)
-        .kv("to", d.desired_pods).kv("ready", ready).kv("observed_stable", d.observed_stable)
-        .kv("observed_panic", d.observed_panic).kv("panicking", d.panicking)
-        .kv("decider", d.decider_pods).kv("activity", autoscaler::activity_name(d.activity));
-  if (d.activity != s.activity)
-    log::info("revision " + std::string(autoscaler::activity_name(d.activity)))
-        .kv("event", "activity").kv("service", s.config.name).kv("activity", autoscaler::activity_name(d.activity))
-        .kv("desired", d.desired_pods).kv("ready", ready).kv("buffer_in_path", d.buffer_in_path);
-  s.activity = d.activity;
-  s.desired = d.desired_pods;
-  std::lock_guard lock(s.mu);
-  scale(s, d.desired_pods);
 }
 
 void Fleet::scale(Revision& s, std::int32_t desired) {
