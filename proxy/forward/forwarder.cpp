@@ -169,14 +169,14 @@ asio::awaitable<void> Forwarding::run() {
     upstream_failed_ = false;
   }
 
-  if (gone_ && !response_complete_) {
+  if (gone_ && response_ != Response::complete) {
     // nginx's rule: 499 when the client left before the response began; a cut response keeps its status.
-    if (!response_started_) record_.status = kClientClosedRequest;
+    if (response_ == Response::not_started) record_.status = kClientClosedRequest;
     up_.reset();
     co_return;
   }
   if (!up_) co_return;
-  if (response_complete_ && request_complete_) {
+  if (response_ == Response::complete && request_complete_) {
     auto done = std::move(up_);
     done->release(std::move(done));  // back to its pool when its connection may carry another exchange
   } else {

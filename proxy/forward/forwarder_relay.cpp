@@ -92,7 +92,7 @@ asio::awaitable<void> Forwarding::respond() {
   const bool upgraded = upgrade_ && status == 101;
   BodyInfo body = upgraded ? BodyInfo{} : up_->response_body();
   deadline_.response_started();
-  response_started_ = true;
+  response_ = Response::started;
   error_code ec;
   if (!down_.send_head_now(head, body, up_->body_at_hand(), ec))
     ec = co_await down_.send_head(head, body, up_->body_at_hand());
@@ -105,7 +105,7 @@ asio::awaitable<void> Forwarding::respond() {
       co_await down_.tunnel(*app, *already, deadline_.last_write());
       tunnels.fetch_sub(1, std::memory_order_relaxed);
     }
-    response_complete_ = false;  // the connection ended with the tunnel
+    // The connection ended with the tunnel: the response stays `started`.
     co_return;
   }
   while (!ec && body.kind != BodyKind::none) {
@@ -153,7 +153,7 @@ asio::awaitable<void> Forwarding::respond() {
     down_.abort();  // cut: the client sees the body end early
     co_return;
   }
-  response_complete_ = true;
+  response_ = Response::complete;
 }
 
 // With a request body that streams: the body goes up while the response may already come down (an app

@@ -46,7 +46,7 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
 
  private:
   void client_gone() override {
-    if (response_complete_) return;  // it left after the whole response: nothing was lost
+    if (response_ == Response::complete) return;  // it left after the whole response: nothing was lost
     gone_ = true;
     waiting_.abandon();  // waiting for a breaker slot or an instance: it leaves the queue now
     if (up_) up_->cancel();
@@ -96,8 +96,10 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   Failure app_failure_ = Failure::upstream;  // why no head came, when none did
   bool upgrade_ = false;
   bool gone_ = false;
-  bool response_started_ = false;
-  bool response_complete_ = false;
+  // How far the response to the client got: nothing sent yet, its head sent, or all of it (an upgrade
+  // that became a tunnel never completes: the connection ends with it).
+  enum class Response { not_started, started, complete };
+  Response response_ = Response::not_started;
   bool request_complete_ = false;
   bool upstream_failed_ = false;  // the app broke off (as opposed to the client or a deadline)
   error_code request_error_;      // reading the client's body failed
