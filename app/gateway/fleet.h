@@ -5,10 +5,9 @@
 //   cold_start_buffer.cpp    acquire and release on the workers: a ready instance or a place in the
 //                            revision's WaitQueue, under that revision's own mutex
 //   instance_lifecycle.cpp   start, async readiness, freeze/thaw, drain, stop, crash and OOM
-//   scaling.{h,cpp}          one revision's KPA between a StatsSource and a ScaleTarget (its own part,
-//                            unit-tested alone)
-//   scaling_loop.cpp         the tickers, and the revision's stats and instances as that part's
-//                            StatsSource and ScaleTarget
+//   scaling_loop.cpp         the tickers, and each revision's stats and instances as the StatsSource
+//                            and ScaleTarget of its autoscaler::RevisionScaler (autoscaler/revision_scaler.h,
+//                            its KPA between the two, unit-tested alone)
 //   fleet_revisions.cpp      config changes and watched files → new revisions, validated, rolled over
 //   fleet_status.cpp         /.sluice/status and /metrics
 //

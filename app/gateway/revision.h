@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "app/gateway/config.h"
-#include "app/gateway/scaling.h"
 #include "autoscaler/kpa.h"
+#include "autoscaler/revision_scaler.h"
 #include "common/wait_queue.h"
 #include "metrics/request_stats.h"
 #include "proxy/forward/instance_set.h"
@@ -112,11 +112,11 @@ struct Revision {
   // Control.
   int percent = 0;                // share of the service's requests (serving)
   std::vector<std::string> tags;  // Knative-Serving-Tag values and <tag>-<service>.localhost hosts
-  // The scaling loop's part for this revision (scaling.h): fed by this revision's stats, applied through
-  // the fleet's supervision of its instances. The scaler refers to the other two: it goes first.
-  std::unique_ptr<StatsSource> stats_source;
-  std::unique_ptr<ScaleTarget> scale_target;
-  std::unique_ptr<RevisionScaler> scaler;
+  // The revision's autoscaling loop (autoscaler/revision_scaler.h): fed by this revision's stats, applied
+  // through the fleet's supervision of its instances. The scaler refers to the other two: it goes first.
+  std::unique_ptr<autoscaler::StatsSource> stats_source;
+  std::unique_ptr<autoscaler::ScaleTarget> scale_target;
+  std::unique_ptr<autoscaler::RevisionScaler> scaler;
 
   // Under mu.
   std::size_t active() const;  // starting or ready

@@ -13,7 +13,7 @@ namespace sluice::app::gateway {
 using namespace std::chrono_literals;
 
 // A revision's instances as its RevisionScaler sees them.
-class Fleet::Supervised final : public ScaleTarget {
+class Fleet::Supervised final : public autoscaler::ScaleTarget {
  public:
   Supervised(Fleet& fleet, Revision& revision) : fleet_(fleet), revision_(revision) {}
   std::int32_t ready() const override {
@@ -35,10 +35,10 @@ class Fleet::Supervised final : public ScaleTarget {
 namespace {
 
 // A revision's RequestStats as its RevisionScaler reads them (the stats are thread-safe on their own).
-class GateStats final : public StatsSource {
+class GateStats final : public autoscaler::StatsSource {
  public:
   explicit GateStats(metrics::RequestStats& stats) : stats_(stats) {}
-  metrics::PeriodReport report(ScaleClock::time_point now) override { return stats_.report(now); }
+  metrics::PeriodReport report(autoscaler::TimePoint now) override { return stats_.report(now); }
 
  private:
   metrics::RequestStats& stats_;
@@ -50,7 +50,7 @@ void Fleet::attach_scaler(Revision& s, const autoscaler::AutoscalerConfig& confi
                           Clock::time_point now) {
   s.stats_source = std::make_unique<GateStats>(s.stats);
   s.scale_target = std::make_unique<Supervised>(*this, s);
-  s.scaler = std::make_unique<RevisionScaler>(s.config.name, config, scale, now, *s.stats_source, *s.scale_target);
+  s.scaler = std::make_unique<autoscaler::RevisionScaler>(s.config.name, config, scale, now, *s.stats_source, *s.scale_target);
 }
 
 void Fleet::start() {

@@ -1,20 +1,20 @@
-// One revision's scaling loop (app/gateway/scaling.h) alone: a scripted StatsSource feeds it, a fake
-// ScaleTarget takes its decisions; the clock is the test's.
-#include "app/gateway/scaling.h"
+// One revision's autoscaling loop (autoscaler/revision_scaler.h) alone: a scripted StatsSource feeds it, a
+// fake ScaleTarget takes its decisions; the clock is the test's.
+#include "autoscaler/revision_scaler.h"
 
 #include <gtest/gtest.h>
 
 #include <deque>
 #include <vector>
 
-namespace sluice::app::gateway {
+namespace sluice::autoscaler {
 namespace {
 
 using namespace std::chrono_literals;
 
 struct ScriptedStats final : StatsSource {
   std::deque<metrics::PeriodReport> periods;
-  metrics::PeriodReport report(ScaleClock::time_point) override {
+  metrics::PeriodReport report(TimePoint) override {
     if (periods.empty()) return {};
     auto p = periods.front();
     periods.pop_front();
@@ -29,8 +29,8 @@ struct RecordingTarget final : ScaleTarget {
   void scale_to(std::int32_t desired) override { asked.push_back(desired); }
 };
 
-autoscaler::AutoscalerConfig one_request_each() {
-  autoscaler::AutoscalerConfig c;
+AutoscalerConfig one_request_each() {
+  AutoscalerConfig c;
   c.container_concurrency = 1;  // the target: 0.7 requests in flight per instance
   return c;
 }
@@ -39,7 +39,7 @@ TEST(RevisionScaler, ConcurrencyAboveTheTargetAsksForMoreInstancesAndTheStatShow
   ScriptedStats stats;
   RecordingTarget target;
   target.ready_now = 1;
-  const auto t0 = ScaleClock::now();
+  const auto t0 = Clock::now();
   RevisionScaler scaler("web", one_request_each(), 1, t0, stats, target);
   stats.periods.push_back({.average_concurrency = 4, .requests = 8, .seconds = 1});
   scaler.stat_tick(t0 + 1s);
@@ -54,7 +54,7 @@ TEST(RevisionScaler, ConcurrencyAboveTheTargetAsksForMoreInstancesAndTheStatShow
 TEST(RevisionScaler, AtZeroTheFirstStatWithRequestsIsDecidedAtOnce) {
   ScriptedStats stats;
   RecordingTarget target;
-  const auto t0 = ScaleClock::now();
+  const auto t0 = Clock::now();
   RevisionScaler scaler("web", one_request_each(), 0, t0, stats, target);
   stats.periods.push_back({.average_concurrency = 0, .requests = 0, .seconds = 1});
   scaler.stat_tick(t0 + 1s);
@@ -65,13 +65,13 @@ TEST(RevisionScaler, AtZeroTheFirstStatWithRequestsIsDecidedAtOnce) {
   scaler.stat_tick(t0 + 2s);  // no decide(): the KPA asks for one itself, as Knative's activator poke
   ASSERT_EQ(target.asked.size(), 2u);
   EXPECT_GE(target.asked.back(), 1);
-  EXPECT_EQ(scaler.activity(), autoscaler::Activity::activating) << "wanted, none ready yet";
+  EXPECT_EQ(scaler.activity(), Activity::activating) << "wanted, none ready yet";
 }
 
 TEST(RevisionScaler, APeriodTooShortToMeasureIsNoStat) {
   ScriptedStats stats;
   RecordingTarget target;
-  const auto t0 = ScaleClock::now();
+  const auto t0 = Clock::now();
   RevisionScaler scaler("web", one_request_each(), 0, t0, stats, target);
   stats.periods.push_back({.average_concurrency = 5, .requests = 5, .seconds = 0});
   scaler.stat_tick(t0 + 1s);
@@ -82,7 +82,7 @@ TEST(RevisionScaler, APeriodTooShortToMeasureIsNoStat) {
 TEST(RevisionScaler, TheSupervisorsOwnStartIsTheDesiredCountUntilTheFirstDecision) {
   ScriptedStats stats;
   RecordingTarget target;
-  RevisionScaler scaler("web", one_request_each(), 2, ScaleClock::now(), stats, target);
+  RevisionScaler scaler("web", one_request_each(), 2, Clock::now(), stats, target);
   EXPECT_EQ(scaler.desired(), 0);
   scaler.set_desired(2);
   EXPECT_EQ(scaler.desired(), 2);
@@ -90,4 +90,4 @@ TEST(RevisionScaler, TheSupervisorsOwnStartIsTheDesiredCountUntilTheFirstDecisio
 }
 
 }  // namespace
-}  // namespace sluice::app::gateway
+}  // namespace sluice::autoscaler

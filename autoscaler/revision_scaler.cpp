@@ -1,20 +1,20 @@
-// One revision's scaling loop; see scaling.h.
-#include "app/gateway/scaling.h"
+// One revision's autoscaling loop; see revision_scaler.h.
+#include "autoscaler/revision_scaler.h"
 
 #include "common/log.h"
 
-namespace sluice::app::gateway {
+namespace sluice::autoscaler {
 
-RevisionScaler::RevisionScaler(std::string name, const autoscaler::AutoscalerConfig& config, std::int32_t scale,
-                               ScaleClock::time_point now, StatsSource& stats, ScaleTarget& target)
+RevisionScaler::RevisionScaler(std::string name, const AutoscalerConfig& config, std::int32_t scale,
+                               TimePoint now, StatsSource& stats, ScaleTarget& target)
     : name_(std::move(name)), kpa_(config, 0, now), stats_(stats), target_(target) {
   kpa_.set_scale(scale);
 }
 
-void RevisionScaler::stat_tick(ScaleClock::time_point now) {
+void RevisionScaler::stat_tick(TimePoint now) {
   const auto period = stats_.report(now);
   if (period.seconds <= 0) return;
-  autoscaler::Stat stat;
+  Stat stat;
   stat.average_concurrent_requests = period.average_concurrency;
   stat.request_count = static_cast<double>(period.requests) / period.seconds;
   concurrency_ = stat.average_concurrent_requests;
@@ -22,21 +22,21 @@ void RevisionScaler::stat_tick(ScaleClock::time_point now) {
   if (kpa_.record(now, stat)) decide(now);
 }
 
-void RevisionScaler::decide(ScaleClock::time_point now) {
+void RevisionScaler::decide(TimePoint now) {
   const std::int32_t ready = target_.ready();
   const auto d = kpa_.decide(now, ready);
   if (d.desired_pods != desired_)
     log::info("scale").kv("event", "scale").kv("service", name_).kv("from", desired_).kv("to", d.desired_pods)
         .kv("ready", ready).kv("observed_stable", d.observed_stable).kv("observed_panic", d.observed_panic)
         .kv("panicking", d.panicking).kv("decider", d.decider_pods)
-        .kv("activity", autoscaler::activity_name(d.activity));
+        .kv("activity", activity_name(d.activity));
   if (d.activity != activity_)
-    log::info("revision " + std::string(autoscaler::activity_name(d.activity)))
-        .kv("event", "activity").kv("service", name_).kv("activity", autoscaler::activity_name(d.activity))
+    log::info("revision " + std::string(activity_name(d.activity)))
+        .kv("event", "activity").kv("service", name_).kv("activity", activity_name(d.activity))
         .kv("desired", d.desired_pods).kv("ready", ready).kv("buffer_in_path", d.buffer_in_path);
   activity_ = d.activity;
   desired_ = d.desired_pods;
   target_.scale_to(d.desired_pods);
 }
 
-}  // namespace sluice::app::gateway
+}  // namespace sluice::autoscaler
