@@ -101,25 +101,26 @@ struct SandboxedGateway {
   int port = 0, admin_port = 0;
 };
 
-// The slot files owned by `pid`, each as its lines.
-std::vector<std::vector<std::string>> leases_of(int pid) {
+// The slot files, each as its lines: those owned by `pid`, or (`others`) those of every other owner.
+std::vector<std::vector<std::string>> leases_of(int pid, bool others = false) {
   std::vector<std::vector<std::string>> out;
   std::error_code ec;
   for (const auto& f : fs::directory_iterator(kLeases, ec)) {
     std::ifstream in(f.path());
     std::vector<std::string> lines;
     for (std::string l; std::getline(in, l);) lines.push_back(l);
-    if (!lines.empty() && lines[0].rfind("owner " + std::to_string(pid) + " ", 0) == 0) out.push_back(lines);
+    if (lines.empty()) continue;
+    if ((lines[0].rfind("owner " + std::to_string(pid) + " ", 0) == 0) != others) out.push_back(lines);
   }
   return out;
 }
 
-// What a lease says was made: links and cgroup dirs; true when none of them exists any more. Links are
-// named after their slot, so a link that a live gateway's lease names (`reused`) is that gateway's.
-bool all_undone(const std::vector<std::vector<std::string>>& leases, std::string& left,
-                const std::vector<std::vector<std::string>>& reused = {}) {
+// What `owner`'s leases said were made: links and cgroup dirs; true when none of them exists any more.
+// Links are named after their slot, and other gateways (tests run in parallel) take a freed slot at once:
+// a link that another owner's lease names now is that owner's.
+bool all_undone(int owner, const std::vector<std::vector<std::string>>& leases, std::string& left) {
   std::set<std::string> taken;
-  for (const auto& lines : reused)
+  for (const auto& lines : leases_of(owner, /*others=*/true))
     for (const auto& l : lines) taken.insert(l);
   for (const auto& lines : leases)
     for (const auto& l : lines) {
@@ -141,7 +142,7 @@ class SandboxGateway : public ::testing::Test {
   // After each test: the gateway is gone, and so is everything its pods made.
   void expect_clean(int gateway_pid, const std::vector<std::vector<std::string>>& seen) {
     std::string left;
-    EXPECT_TRUE(eventually([&] { return all_undone(seen, left); }, 5s)) << left;
+    EXPECT_TRUE(eventually([&] { return all_undone(gateway_pid, seen, left); }, 5s)) << left;
     EXPECT_TRUE(leases_of(gateway_pid).empty());
   }
 };
@@ -278,11 +279,12 @@ TEST_F(SandboxGateway, AfterKill9ARestartedGatewayRemovesWhatTheKilledOneLeft) {
   {
     SandboxedGateway gw(cfg);
     restarted_pid = gw.process->pid();
-    // Swept when its runtime started; checked once its own pod exists, which may reuse the slot's link name.
+    // Swept when its runtime started; checked once its own pod exists, which may reuse the slot's link name
+    // (as may a gateway of a test running beside this one).
     EXPECT_TRUE(leases_of(killed_pid).empty());
     ASSERT_TRUE(eventually([&] { return gw.ready() == 1; }, 20s)) << gw.process->stdout_text();
     std::string left;
-    EXPECT_TRUE(all_undone(seen, left, leases_of(restarted_pid))) << left;
+    EXPECT_TRUE(all_undone(killed_pid, seen, left)) << left;
     seen2 = leases_of(restarted_pid);
   }
   expect_clean(restarted_pid, seen2);
