@@ -8,16 +8,6 @@
 
 namespace sluice::app::gateway {
 
-std::string_view to_string(InstanceState s) {
-  switch (s) {
-    case InstanceState::starting: return "starting";
-    case InstanceState::ready: return "ready";
-    case InstanceState::draining: return "draining";
-    case InstanceState::stopped: return "stopped";
-  }
-  return "?";
-}
-
 std::string_view to_string(Phase p) {
   switch (p) {
     case Phase::validating: return "validating";
@@ -26,35 +16,6 @@ std::string_view to_string(Phase p) {
     case Phase::failed: return "failed";
   }
   return "?";
-}
-
-std::size_t Revision::active() const {
-  return static_cast<std::size_t>(std::count_if(instances.begin(), instances.end(), [](const auto& i) {
-    return i->state == InstanceState::starting || i->state == InstanceState::ready;
-  }));
-}
-
-bool Revision::none_ready() const {
-  return std::none_of(instances.begin(), instances.end(),
-                      [](const auto& i) { return i->state == InstanceState::ready; });
-}
-
-std::shared_ptr<Instance> Revision::pick() const {
-  const auto cc = static_cast<std::size_t>(config.scaling.container_concurrency);
-  std::shared_ptr<Instance> best;
-  for (const auto& i : instances) {
-    if (i->state != InstanceState::ready || (cc != 0 && i->in_flight >= cc)) continue;
-    // Least loaded first; among equals a thawed one (no thaw to pay), then the oldest.
-    if (!best || i->in_flight < best->in_flight || (i->in_flight == best->in_flight && best->frozen && !i->frozen))
-      best = i;
-  }
-  return best;
-}
-
-std::shared_ptr<Instance> Revision::find(const std::string& id) const {
-  for (const auto& i : instances)
-    if (i->id == id) return i;
-  return nullptr;
 }
 
 void Tasks::spawn(std::function<void()> fn) {
@@ -150,10 +111,7 @@ void Fleet::on_output(const std::string& id, runtime::Stream stream, std::string
 }
 
 void Fleet::drop_waiters() {
-  for_each_revision([](Revision& s) {
-    std::lock_guard lock(s.mu);
-    s.waiters.clear();
-  });
+  for_each_revision([](Revision& s) { s.gate->clear_waiters(); });
 }
 
 void Fleet::stop_all() {
@@ -164,10 +122,8 @@ void Fleet::stop_all() {
     stat_timer_.cancel();
     scale_timer_.cancel();
     housekeeping_timer_.cancel();
-    for (auto& s : services_) {
-      std::lock_guard lock(s->mu);
-      for (auto& i : s->instances) stop_instance(*s, i);
-    }
+    for (auto& s : services_)
+      for (auto& i : s->gate->instances()) stop_instance(*s, i);
     stopping.set_value();
   });
   stopping.get_future().wait();

@@ -1,22 +1,25 @@
 // The gateway's instances: which services exist, their revisions, which instances each has and in what
-// state, and the cold-start buffer in front of them. The proxy asks it for an instance per request
-// (proxy::InstanceSet). Cut by concern, one file each:
+// state. The proxy asks it for an instance per request (proxy::InstanceSet). Its parts, one file each:
 //   router.{h,cpp}           Host / tag / traffic split → revision (an immutable table, no lock)
-//   cold_start_buffer.cpp    acquire and release on the workers: a ready instance or a place in the
-//                            revision's WaitQueue, under that revision's own mutex
-//   instance_lifecycle.cpp   start, async readiness, freeze/thaw, drain, stop, crash and OOM
-//   scaling_loop.cpp         the tickers, and each revision's stats and instances as the StatsSource
-//                            and ScaleTarget of its autoscaler::RevisionScaler (autoscaler/revision_scaler.h,
-//                            its KPA between the two, unit-tested alone)
+//   gate.{h,cpp}             a revision's request path: ready instances' slots, the cold-start buffer,
+//                            its request stats and counters, under the revision's own lock. It says when
+//                            it wants an instance or has an idle one (Supervision) and never starts,
+//                            freezes or stops one; unit-tested alone
+//   fleet_requests.cpp       the InstanceSet: route, then the gate; the request line
+//   instance_lifecycle.cpp   the supervisor: start, async readiness, freeze/thaw, drain, stop, crash and
+//                            OOM, each through the gate's methods and the runtime
+//   scaling_loop.cpp         the tickers, and each revision's gate stats and supervised instances as the
+//                            StatsSource and ScaleTarget of its autoscaler::RevisionScaler
+//                            (autoscaler/revision_scaler.h, its KPA between the two, unit-tested alone)
 //   fleet_revisions.cpp      config changes and watched files → new revisions, validated, rolled over
 //   fleet_status.cpp         /.sluice/status and /metrics
 //
-// Threads: workers run acquire/release and take only the revision's mutex (see revision.h). The control
-// thread (`control`) is the lifecycle's and the scaling loop's executor: it owns the list of revisions,
-// the routing table and the KPAs, and runs readiness probes as coroutines. Nothing that blocks runs
-// there or on a worker: creating and starting an instance is posted to `spawner_`, freezing and thawing
-// to `throttler_` (one thread each, so a freeze and the thaw after it keep their order), and stopping
-// (which waits for the grace period) to a task thread of its own.
+// Threads: workers run a gate's acquire and the release of its leases, and take only that gate's lock.
+// The control thread (`control`) is the supervisor's and the scaling loop's executor: it owns the list of
+// revisions, the routing table and the KPAs, and runs readiness probes as coroutines. Nothing that
+// blocks runs there or on a worker: creating and starting an instance is posted to `spawner_`, freezing
+// and thawing to `throttler_` (one thread each, so a freeze and the thaw after it keep their order), and
+// stopping (which waits for the grace period) to a task thread of its own.
 #pragma once
 
 #include <atomic>
@@ -58,7 +61,7 @@ class Tasks {
 
 class Fleet final : public proxy::InstanceSet {
  public:
-  static constexpr std::size_t kLatenciesKept = Revision::kLatenciesKept;
+  static constexpr std::size_t kLatenciesKept = Gate::kLatenciesKept;
   // `control` is the io_context of the control thread, where scaling and lifecycle decisions run.
   // `clock` (default: the steady clock) is what every decision reads the time from; tests inject one.
   Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio::io_context& control,
@@ -120,33 +123,28 @@ class Fleet final : public proxy::InstanceSet {
   std::vector<ServiceConfig> service_configs() const;
 
  private:
-  class Hold;  // the lease's hold: releases the instance when the exchange ends
+  class Asks;  // a revision's Supervision: what its gate asks, posted to the control thread or the throttler
 
-  // Cold-start buffer (workers).
-  asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal, Moved>> acquire_at(
-      Revision& s, const asio::any_io_executor& ex, Clock::time_point now, Clock::time_point deadline, bool arrival,
-      net::WaitAbandon* abandon);
-  // A buffered request whose client went away leaves (under s.mu): 499, and what it alone asked for is
-  // called off (call_off_starts).
-  proxy::InstanceRefusal abandoned(Revision& s, Clock::time_point arrived);
-  void grant(Revision& s, Instance& inst);       // under s.mu
-  void dispatch(Revision& s);                    // under s.mu
-  void release(Revision& s, const std::shared_ptr<Instance>& inst, Clock::time_point arrived, int status);
   void instances_changed();
 
-  // Instance lifecycle.
-  void start_instance(Revision& s, bool validation);  // under s.mu, any thread
+  // Instance lifecycle (the supervisor).
+  void attach_gate(Revision& s, GateSettings settings);  // control, at creation
+  void want_instance(Revision& s);                    // control: the gate wants one
+  void start_instance(Revision& s, bool validation);  // control
   void launch(Revision* s, std::shared_ptr<Instance> inst);  // spawner thread
   asio::awaitable<void> await_ready(Revision* s, std::shared_ptr<Instance> inst);  // control
   void became_ready(Revision& s, const std::shared_ptr<Instance>& inst);  // control
   void start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason);  // control
-  void drain_instance(Revision& s, const std::shared_ptr<Instance>& inst);  // under s.mu
+  void drain_instance(Revision& s, const std::shared_ptr<Instance>& inst);  // control
+  void drained(Revision& s, const std::shared_ptr<Instance>& inst, Gate::Drained how);  // control: said, and ended
   // Control: instances starting for requests that all went away, when nothing else wants one (no request
-  // waiting or in flight, the autoscaler's last decision zero): drained before they serve.
+  // waiting or in flight, the autoscaler's last decision zero): stopped before they serve.
   void call_off_starts(Revision& s);
-  void stop_instance(Revision& s, const std::shared_ptr<Instance>& inst);   // under s.mu
-  void post_thaw(const std::string& id);    // under the instance's revision's mu
-  void post_freeze(Revision& s, const std::shared_ptr<Instance>& inst);  // under s.mu
+  void stop_instance(Revision& s, const std::shared_ptr<Instance>& inst);  // control
+  // Any thread, once the gate has it stopped: pre-stop hook, SIGTERM, grace, SIGKILL, removal, on a task thread.
+  void end_instance(Revision& s, const std::shared_ptr<Instance>& inst);
+  void post_thaw(const std::string& id);  // under the instance's gate's lock
+  void post_freeze(Revision& s, const std::shared_ptr<Instance>& inst);
   void freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst);  // control
   void handle_exit(const runtime::InstanceStatus& st);                      // control
   void replace_later(Revision& s, Clock::duration delay);                   // control
@@ -155,11 +153,11 @@ class Fleet final : public proxy::InstanceSet {
   // Scaling loop (control).
   asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)());
   void housekeeping();
-  class Supervised;  // a revision's ScaleTarget: scale() under its lock
+  class Supervised;  // a revision's ScaleTarget
   // Gives `s` its RevisionScaler (a KPA with `config`), fed by its stats and applied through scale(), at
   // `scale` instances.
   void attach_scaler(Revision& s, const autoscaler::AutoscalerConfig& config, std::int32_t scale, Clock::time_point now);
-  void scale(Revision& s, std::int32_t desired);  // under s.mu
+  void scale(Revision& s, std::int32_t desired);  // control
 
   // Revisions (control).
   Revision* primary(const std::string& name);  // the serving revision with the largest share

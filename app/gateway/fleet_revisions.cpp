@@ -15,7 +15,7 @@ namespace sluice::app::gateway {
 
 using namespace std::chrono_literals;
 
-// Phases change on the control thread only, under the revision's mutex: here they are read without it.
+// Phases, shares and tags are the control thread's (this file's) own.
 Revision* Fleet::primary(const std::string& name) {
   Revision* best = nullptr;
   for (auto& s : services_)
@@ -39,7 +39,7 @@ void Fleet::reindex() {
 
 Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, Phase phase, std::string reason) {
   auto now = clock_now();
-  auto s = std::make_unique<Revision>(now);
+  auto s = std::make_unique<Revision>();
   s->config = sc;
   s->generation = ++generations_[sc.name];
   char number[16];
@@ -47,9 +47,15 @@ Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, P
   s->revision = sc.revision_name.empty() ? sc.name + "-" + number : sc.revision_name;
   s->phase = phase;
   s->reason = std::move(reason);
-  s->throttling = throttling_on(g, sc) && runtime_.throttle().kind != runtime::ThrottleKind::none;
   s->scale_to_zero = scale_to_zero_on(g, sc);
-  s->h2c = h2c_upstream_on(g, sc);
+  attach_gate(*s, GateSettings{.service = sc.name,
+                               .revision = s->revision,
+                               .container_concurrency = static_cast<std::size_t>(sc.scaling.container_concurrency),
+                               .buffer_size = sc.buffer_size,
+                               .buffer_timeout = sc.buffer_timeout,
+                               .request_timeout = sc.request_timeout,
+                               .h2c = h2c_upstream_on(g, sc),
+                               .throttling = throttling_on(g, sc) && runtime_.throttle().kind != runtime::ThrottleKind::none});
   auto scaling = sc.scaling;
   // Knative gives up on a revision stuck activating after its progress deadline + 30 s; the gateway's
   // start deadline plays the progress deadline's part.
@@ -84,17 +90,14 @@ void Fleet::promote(Revision& next) {
     if (s.get() != &next && s->config.name == next.config.name && s->phase == Phase::serving &&
         (!old || s->generation > old->generation))
       old = s.get();
-  {
-    std::lock_guard lock(next.mu);
-    if (next.phase != Phase::validating) return;  // superseded meanwhile
-    if (old && old->generation > next.generation) {  // a newer one serves already: this one is too late
-      next.phase = Phase::failed;
-      next.reason = "superseded by " + old->revision;
-      return;
-    }
-    next.phase = Phase::serving;
-    next.validated = true;
+  if (next.phase != Phase::validating) return;  // superseded meanwhile
+  if (old && old->generation > next.generation) {  // a newer one serves already: this one is too late
+    next.phase = Phase::failed;
+    next.reason = "superseded by " + old->revision;
+    return;
   }
+  next.phase = Phase::serving;
+  next.validated = true;
   log::info("revision " + next.revision + " is ready: traffic moves to it" + (old ? " from " + old->revision : ""))
       .kv("event", "revision.serving").kv("service", next.config.name).kv("revision", next.revision)
       .kv("reason", next.reason).kv("previous", old ? old->revision : "");
@@ -132,14 +135,11 @@ void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTar
 void Fleet::retire(Revision& old, Revision* successor) {
   old.percent = 0;
   old.tags.clear();
-  std::lock_guard lock(old.mu);
   old.phase = Phase::retired;
-  old.successor = successor;
   // Requests waiting for the old revision wait for the new one instead; none is refused.
-  if (successor) old.waiters.hand_all(Moved{successor});
-  else old.waiters.hand_all(proxy::InstanceRefusal{503, "service " + old.config.name + " was removed from the config"});
-  auto instances = old.instances;
-  for (const auto& i : instances) drain_instance(old, i);
+  if (successor) old.gate->move_to(*successor->gate);
+  else old.gate->close("service " + old.config.name + " was removed from the config");
+  for (const auto& i : old.gate->instances()) drain_instance(old, i);
 }
 
 void Fleet::apply(GatewayConfig next) {
@@ -156,7 +156,6 @@ void Fleet::apply(GatewayConfig next) {
     if (!current) {
       auto& s = add_revision(sc, *g, Phase::serving, "new service");
       log::info("service added: " + sc.name).kv("event", "service.added").kv("service", sc.name).kv("revision", s.revision);
-      std::lock_guard lock(s.mu);
       if (sc.validate) start_instance(s, true);
       continue;
     }
@@ -173,12 +172,8 @@ void Fleet::apply(GatewayConfig next) {
     if (!names.contains(s->config.name) && (s->phase == Phase::serving || s->phase == Phase::validating)) {
       log::info("service removed: " + s->config.name + " drains").kv("event", "service.removed").kv("service", s->config.name);
       removed = true;
-      if (s->phase == Phase::serving) {
-        retire(*s, nullptr);
-      } else {
-        std::lock_guard lock(s->mu);
-        s->phase = Phase::failed;
-      }
+      if (s->phase == Phase::serving) retire(*s, nullptr);
+      else s->phase = Phase::failed;
     }
   if (removed) reindex();
   current_ = g;
@@ -210,16 +205,13 @@ void Fleet::roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std:
   // An older revision still validating will not get traffic now: this one replaces it.
   for (auto& s : services_)
     if (s->config.name == sc.name && s->phase == Phase::validating) {
-      std::lock_guard lock(s->mu);
       s->phase = Phase::failed;
       s->reason = "superseded";
-      auto instances = s->instances;
-      for (const auto& i : instances) stop_instance(*s, i);
+      for (const auto& i : s->gate->instances()) stop_instance(*s, i);
     }
   auto& s = add_revision(sc, *g, Phase::validating, reason);
   log::info("revision " + s.revision + " starting (" + reason + ")").kv("event", "revision.validating")
       .kv("service", sc.name).kv("revision", s.revision).kv("reason", reason);
-  std::lock_guard lock(s.mu);
   start_instance(s, false);
 }
 
@@ -262,23 +254,19 @@ void Fleet::run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g,
   asio::post(control_, [this, sc, g, reason] { roll(sc, g, reason, true); });
 }
 
-// These three run on the control thread: the list is its own; instances are read under their revision's lock.
+// These three run on the control thread: the list is its own; instances are read from their gates.
 std::vector<std::pair<std::string, int>> Fleet::instance_pids() const {
   std::vector<std::pair<std::string, int>> out;
-  for (const auto& s : services_) {
-    std::lock_guard lock(s->mu);
-    for (const auto& i : s->instances)
-      if (i->pid > 0) out.emplace_back(i->id, i->pid);
-  }
+  for (const auto& s : services_)
+    for (const auto& i : s->gate->view().instances)
+      if (i.pid > 0) out.emplace_back(i.id, i.pid);
   return out;
 }
 
 std::optional<std::string> Fleet::instance_at(const asio::ip::address_v4& address) const {
-  for (const auto& s : services_) {
-    std::lock_guard lock(s->mu);
-    for (const auto& i : s->instances)
-      if (i->address == address && i->state != InstanceState::stopped) return i->id;
-  }
+  for (const auto& s : services_)
+    for (const auto& i : s->gate->view().instances)
+      if (i.address == address && i.state != InstanceState::stopped) return i.id;
   return std::nullopt;
 }
 

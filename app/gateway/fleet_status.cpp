@@ -1,6 +1,6 @@
 // The fleet as others see it: GET /.sluice/status (one object per service, its revisions and their
 // instances) and /metrics (Prometheus text through prometheus-cpp, a series per revision); see fleet.h.
-// On the control thread, which owns the list of revisions; each revision is read under its own lock.
+// On the control thread, which owns the list of revisions and their phases; each gate is read through its view.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -21,22 +21,26 @@ namespace json = boost::json;
 json::object Fleet::status() const {
   json::object out;
   json::array services;
-  // Every revision's lock at once, in list order (the only place that holds more than one: nothing else
-  // can wait for one of them while holding another, so no cycle).
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (const auto& s : services_) locks.emplace_back(s->mu);
+  // Each gate's view is read once, under its own lock.
+  std::vector<GateView> views;
+  for (const auto& s : services_) views.push_back(s->gate->view(/*history=*/true));
   // One object per service: its serving revision's numbers, every live revision, every instance.
   std::vector<std::string> names;
   for (const auto& s : services_)
     if (std::find(names.begin(), names.end(), s->config.name) == names.end()) names.push_back(s->config.name);
   for (const auto& name : names) {
-    const Revision* main = nullptr;
-    for (const auto& s : services_)
-      if (s->config.name == name && (!main || (s->phase == Phase::serving &&
-                                               (main->phase != Phase::serving || s->percent > main->percent))))
-        main = s.get();
-    if (main->phase == Phase::retired && main->instances.empty()) continue;  // removed from the config
-    const Revision* s = main;
+    std::size_t main = services_.size();
+    for (std::size_t k = 0; k < services_.size(); ++k) {
+      const auto& s = *services_[k];
+      if (s.config.name != name) continue;
+      if (main == services_.size() ||
+          (s.phase == Phase::serving &&
+           (services_[main]->phase != Phase::serving || s.percent > services_[main]->percent)))
+        main = k;
+    }
+    const Revision* s = services_[main].get();
+    const GateView& v = views[main];
+    if (s->phase == Phase::retired && v.instances.empty()) continue;  // removed from the config
     json::object o;
     o["name"] = s->config.name;
     o["revision"] = s->revision;
@@ -44,30 +48,30 @@ json::object Fleet::status() const {
     for (const auto& h : s->config.hosts) hosts.emplace_back(h);
     o["hosts"] = std::move(hosts);
     o["default"] = s->config.is_default;
-    o["throttling"] = s->throttling.load();
+    o["throttling"] = v.throttling;
     o["scale_to_zero"] = s->scale_to_zero;
     o["container_concurrency"] = s->config.scaling.container_concurrency;
     o["desired"] = s->scaler->desired();
-    o["in_flight"] = s->in_flight;
-    o["queued"] = s->waiters.size();
+    o["in_flight"] = v.in_flight;
+    o["queued"] = v.queued;
     o["rps"] = std::round(s->scaler->rps() * 100) / 100;
     o["concurrency"] = std::round(s->scaler->concurrency() * 100) / 100;
-    o["requests_total"] = s->requests_total;
-    o["refused_total"] = s->refused;
-    o["client_gone_total"] = s->client_gone;
-    o["cold_starts"] = s->cold_starts;
+    o["requests_total"] = v.requests_total;
+    o["refused_total"] = v.refused;
+    o["client_gone_total"] = v.client_gone;
+    o["cold_starts"] = v.cold_starts;
     o["crashes"] = s->crashes;
     o["crash_streak"] = s->crash_streak;  // early crashes in a row: each doubles the restart delay
     o["validated"] = s->validated;
-    if (s->last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(s->last_cold_start_ms * 10) / 10;
-    if (!s->failed_reason.empty() && s->phase == Phase::serving) o["failed"] = s->failed_reason;
+    if (v.last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(v.last_cold_start_ms * 10) / 10;
+    if (!v.failed_reason.empty() && s->phase == Phase::serving) o["failed"] = v.failed_reason;
     // Every revision's requests together: latency percentiles and the cold starts, oldest first.
     std::vector<double> latencies;
     std::vector<std::pair<std::int64_t, double>> cold;
-    for (const auto& r : services_)
-      if (r->config.name == name) {
-        latencies.insert(latencies.end(), r->latencies_ms.begin(), r->latencies_ms.end());
-        cold.insert(cold.end(), r->cold_start_log.begin(), r->cold_start_log.end());
+    for (std::size_t k = 0; k < services_.size(); ++k)
+      if (services_[k]->config.name == name) {
+        latencies.insert(latencies.end(), views[k].latencies_ms.begin(), views[k].latencies_ms.end());
+        cold.insert(cold.end(), views[k].cold_start_log.begin(), views[k].cold_start_log.end());
       }
     if (!latencies.empty()) {
       std::sort(latencies.begin(), latencies.end());
@@ -82,11 +86,13 @@ json::object Fleet::status() const {
     for (const auto& [at, ms] : cold) history.emplace_back(json::object{{"at", at}, {"ms", std::round(ms * 10) / 10}});
     o["cold_start_history"] = std::move(history);
     json::array revisions, instances;
-    for (const auto& r : services_) {
+    for (std::size_t k = 0; k < services_.size(); ++k) {
+      const auto& r = services_[k];
+      const auto& rv = views[k];
       if (r->config.name != name) continue;
       // Revisions that no longer matter (retired and empty, failed long ago) stay out, but the last failure shows.
       bool last_failed = r->phase == Phase::failed && r->generation == generations_.at(name);
-      if (r->phase != Phase::serving && r->phase != Phase::validating && r->instances.empty() && !last_failed) continue;
+      if (r->phase != Phase::serving && r->phase != Phase::validating && rv.instances.empty() && !last_failed) continue;
       json::object ro;
       ro["name"] = r->revision;
       ro["phase"] = std::string(to_string(r->phase));
@@ -97,19 +103,19 @@ json::object Fleet::status() const {
         ro["tags"] = std::move(tags);
       }
       if (!r->reason.empty()) ro["reason"] = r->reason;
-      if (r->phase != Phase::serving) ro["in_flight"] = r->in_flight;
+      if (r->phase != Phase::serving) ro["in_flight"] = rv.in_flight;
       revisions.emplace_back(std::move(ro));
-      for (const auto& i : r->instances) {
-        if (i->state == InstanceState::stopped) continue;  // gone: only its removal from the list is left
+      for (const auto& i : rv.instances) {
+        if (i.state == InstanceState::stopped) continue;  // gone: only its removal from the list is left
         json::object io;
-        io["id"] = i->id;
+        io["id"] = i.id;
         io["revision"] = r->revision;
-        io["port"] = i->port;
-        io["address"] = i->address.to_string();
-        io["pid"] = i->pid;
-        io["state"] = (i->state == InstanceState::ready && i->frozen) ? "frozen" : std::string(gateway::to_string(i->state));
-        io["in_flight"] = i->in_flight;
-        io["requests"] = i->requests;
+        io["port"] = i.port;
+        io["address"] = i.address.to_string();
+        io["pid"] = i.pid;
+        io["state"] = (i.state == InstanceState::ready && i.frozen) ? "frozen" : std::string(gateway::to_string(i.state));
+        io["in_flight"] = i.in_flight;
+        io["requests"] = i.requests;
         instances.emplace_back(std::move(io));
       }
     }
@@ -149,22 +155,22 @@ std::string Fleet::prometheus() const {
       return l;
     };
     desired.Add(labels).Set(s->scaler->desired());  // control thread's own
-    std::lock_guard lock(s->mu);
-    for (const auto& [status, n] : s->ended_by_status) {
+    const auto v = s->gate->view();
+    for (const auto& [status, n] : v.ended_by_status) {
       auto l = labels;
       l.emplace("code", std::to_string(status));
       requests.Add(l).Increment(static_cast<double>(n));
     }
-    refused.Add(labels).Increment(static_cast<double>(s->refused));
-    client_gone.Add(labels).Increment(static_cast<double>(s->client_gone));
-    in_flight.Add(labels).Set(static_cast<double>(s->in_flight));
-    queued.Add(labels).Set(static_cast<double>(s->waiters.size()));
-    cold_starts.Add(labels).Increment(static_cast<double>(s->cold_starts));
+    refused.Add(labels).Increment(static_cast<double>(v.refused));
+    client_gone.Add(labels).Increment(static_cast<double>(v.client_gone));
+    in_flight.Add(labels).Set(static_cast<double>(v.in_flight));
+    queued.Add(labels).Set(static_cast<double>(v.queued));
+    cold_starts.Add(labels).Increment(static_cast<double>(v.cold_starts));
     crashes.Add(labels).Increment(static_cast<double>(s->crashes));
     std::map<std::string, int> by_state{{"starting", 0}, {"ready", 0}, {"frozen", 0}, {"draining", 0}};
-    for (const auto& i : s->instances) {
-      if (i->state == InstanceState::stopped) continue;
-      ++by_state[i->state == InstanceState::ready && i->frozen ? "frozen" : std::string(gateway::to_string(i->state))];
+    for (const auto& i : v.instances) {
+      if (i.state == InstanceState::stopped) continue;
+      ++by_state[i.state == InstanceState::ready && i.frozen ? "frozen" : std::string(gateway::to_string(i.state))];
     }
     for (const auto& [state, n] : by_state) instances.Add(with_state(state)).Set(n);
   }

@@ -1,7 +1,8 @@
-// An instance's life: start (on the spawner thread), readiness (an async probe on the control thread:
-// Asio sockets and timers, no thread and no tight polling), freeze and thaw (on the throttler thread),
-// drain, stop (on a task thread: it waits for the grace period), crash and OOM with their back-off.
-// Decisions run on the control thread; a revision's state is changed under its own mutex. See fleet.h.
+// The supervisor: an instance's life. Start (on the spawner thread), readiness (an async probe on the
+// control thread: Asio sockets and timers, no thread and no tight polling), freeze and thaw (on the
+// throttler thread), drain, stop (on a task thread: it waits for the grace period), crash and OOM with
+// their back-off. Decisions run on the control thread; an instance's state changes only through its
+// revision's gate (gate.h), which asks for starts, thaws and freezes through `Asks`. See fleet.h.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -59,6 +60,42 @@ constexpr proxy::Millis kProbeTryTimeout{100};
 
 }  // namespace
 
+// What a gate asks, under its lock: posted, so that the supervisor decides on the control thread, and
+// freezes and thaws keep their order on the throttler.
+class Fleet::Asks final : public Supervision {
+ public:
+  Asks(Fleet& fleet, Revision& revision) : fleet_(fleet), revision_(revision) {}
+  void wanted() override {
+    if (start_posted_.exchange(true)) return;  // one decision for the requests of one burst
+    asio::post(fleet_.control_, [this] {
+      start_posted_ = false;
+      fleet_.want_instance(revision_);
+    });
+  }
+  void thaw(const std::shared_ptr<Instance>& instance) override { fleet_.post_thaw(instance->id); }
+  void idle(const std::shared_ptr<Instance>& instance) override { fleet_.post_freeze(revision_, instance); }
+  void stopped(const std::shared_ptr<Instance>& instance) override { fleet_.end_instance(revision_, instance); }
+  void unwanted() override {
+    asio::post(fleet_.control_, [this] { fleet_.call_off_starts(revision_); });
+  }
+
+ private:
+  Fleet& fleet_;
+  Revision& revision_;
+  std::atomic<bool> start_posted_{false};
+};
+
+void Fleet::attach_gate(Revision& s, GateSettings settings) {
+  s.supervision = std::make_unique<Asks>(*this, s);
+  s.gate = std::make_unique<Gate>(std::move(settings), *s.supervision, clock_);
+}
+
+void Fleet::want_instance(Revision& s) {
+  if (stopping_ || s.phase != Phase::serving) return;
+  auto v = s.gate->view();
+  if (v.active == 0 && v.queued != 0) start_instance(s, false);
+}
+
 void Fleet::start_instance(Revision& s, bool validation) {
   if (stopping_) return;
   auto inst = std::make_shared<Instance>();
@@ -67,7 +104,7 @@ void Fleet::start_instance(Revision& s, bool validation) {
   inst->port = s.config.port ? s.config.port : pods_.enabled() ? 8080 : free_port();
   inst->validation = validation;
   inst->created = clock_now();
-  s.instances.push_back(inst);
+  s.gate->add(inst);
   instances_changed();
   {
     std::lock_guard lock(registry_mu_);
@@ -87,11 +124,8 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   };
   const auto& c = s->config;
   runtime::InstanceSpec spec;
-  {
-    std::lock_guard lock(s->mu);
-    if (inst->state != InstanceState::starting) return;  // stopped before it started
-    spec.port = inst->port;
-  }
+  if (s->gate->state(*inst) != InstanceState::starting) return;  // stopped before it started
+  spec.port = inst->port;  // set before the instance was added; changed only below
   spec.id = inst->id;
   spec.handler = c.handler;
   spec.command = c.command;
@@ -106,11 +140,8 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   std::string pod_error;
   auto address = pods_.open(c, spec, pod_error);
   if (!address) return failed(pod_error);
-  {
-    // Known before the app runs, so that its first question to the metadata server finds it.
-    std::lock_guard lock(s->mu);
-    inst->address = asio::ip::make_address_v4(address->address);
-  }
+  // Known before the app runs, so that its first question to the metadata server finds it.
+  s->gate->set_address(*inst, asio::ip::make_address_v4(address->address));
   // The metadata server as the instance reaches it: the host's end of its pod's link, or loopback.
   if (metadata_port_ != 0) {
     const auto where = address->host + ":" + std::to_string(metadata_port_);
@@ -121,13 +152,9 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   if (auto ok = runtime_.start(spec.id); !ok) return failed(ok.error());
   if (auto hook = pods_.post_start(c, spec.id); !hook.empty()) return failed(hook);
   auto st = runtime_.status(spec.id);
-  std::lock_guard lock(s->mu);
-  inst->port = static_cast<std::uint16_t>(spec.port);
-  if (st) inst->pid = st->pid;
-  // Stopped while it started (shutdown, a superseded revision): stop_instance's task found nothing to stop.
-  if (inst->state == InstanceState::stopped) {
-    inst->state = InstanceState::starting;
-    stop_instance(*s, inst);
+  // Stopped while it started (shutdown, a superseded revision): the stop that ended it found nothing to stop.
+  if (!s->gate->started(*inst, static_cast<std::uint16_t>(spec.port), st ? st->pid : 0)) {
+    end_instance(*s, inst);
     return;
   }
   auto probing = await_ready(s, inst);
@@ -188,11 +215,11 @@ bool Fleet::image_spec(const Revision* s, runtime::InstanceSpec& spec, std::stri
 asio::awaitable<void> Fleet::await_ready(Revision* s, std::shared_ptr<Instance> inst) {
   const auto& c = s->config;
   proxy::ReadinessProbeConfig pc;
-  {
-    std::lock_guard lock(s->mu);
-    pc.host = inst->address.to_string();
-    pc.port = inst->port;
-  }
+  for (const auto& i : s->gate->view().instances)
+    if (i.id == inst->id) {
+      pc.host = i.address.to_string();
+      pc.port = i.port;
+    }
   if (!c.readiness_path.empty()) {
     pc.kind = proxy::ReadinessProbeConfig::Kind::http_get;
     pc.path = c.readiness_path;
@@ -201,11 +228,7 @@ asio::awaitable<void> Fleet::await_ready(Revision* s, std::shared_ptr<Instance> 
   const auto deadline = inst->created + c.start_deadline;
   asio::steady_timer pause(control_);
   while (true) {
-    {
-      std::lock_guard lock(s->mu);
-      if (inst->state != InstanceState::starting) co_return;
-    }
-    if (stopping_) co_return;
+    if (s->gate->state(*inst) != InstanceState::starting || stopping_) co_return;
     auto attempt = probe.try_once(kProbeTryTimeout);  // named: see STYLE.md on co_await
     if (co_await std::move(attempt)) {
       log::debug("instance listening").kv("instance", inst->id).kv("listen_ms", ms_between(inst->created, clock_now()));
@@ -226,104 +249,74 @@ asio::awaitable<void> Fleet::await_ready(Revision* s, std::shared_ptr<Instance> 
 }
 
 void Fleet::became_ready(Revision& s, const std::shared_ptr<Instance>& inst) {
-  bool promote_it = false;
-  {
-    std::lock_guard lock(s.mu);
-    if (inst->state != InstanceState::starting) return;
-    auto now = clock_now();
-    inst->state = InstanceState::ready;
-    instances_changed();
-    inst->ready_at = now;
-    s.failures = 0;
-    s.failed_reason.clear();
-    s.validated = true;
-    promote_it = s.phase == Phase::validating;
-    log::info("instance ready").kv("event", "instance.ready").kv("service", s.config.name).kv("instance", inst->id)
-        .kv("port", static_cast<unsigned>(inst->port)).kv("start_ms", ms_between(inst->created, now));
-    if (s.cold_start_since) {
-      s.last_cold_start_ms = ms_between(*s.cold_start_since, now);
-      ++s.cold_starts;
-      s.cold_start_log.emplace_back(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch()).count(),
-                                    s.last_cold_start_ms);
-      if (s.cold_start_log.size() > 50) s.cold_start_log.pop_front();
-      log::info("cold start " + s.config.name + ": 0→1 in " + std::to_string(static_cast<long long>(s.last_cold_start_ms)) +
-                " ms (" + std::to_string(s.cold_start_buffered) + (s.cold_start_buffered == 1 ? " request" : " requests") +
-                " buffered)")
-          .kv("event", "cold_start").kv("service", s.config.name).kv("ms", s.last_cold_start_ms)
-          .kv("buffered", static_cast<std::uint64_t>(s.cold_start_buffered));
-      s.cold_start_since.reset();
-    }
-    dispatch(s);
-    if (inst->validation && inst->in_flight == 0 && s.waiters.empty() && s.config.scaling.min_scale == 0 &&
-        s.scale_to_zero && s.config.scaling.initial_scale == 0) {
-      log::info("service validated; scaled to zero until the first request")
-          .kv("event", "service.validated").kv("service", s.config.name);
-      drain_instance(s, inst);
-    } else if (inst->in_flight == 0 && s.throttling) {
-      post_freeze(s, inst);
-    }
+  const auto now = clock_now();
+  auto idle = s.gate->became_ready(inst, now);
+  if (!idle) return;  // stopped meanwhile
+  instances_changed();
+  s.failures = 0;
+  s.validated = true;
+  log::info("instance ready").kv("event", "instance.ready").kv("service", s.config.name).kv("instance", inst->id)
+      .kv("port", static_cast<unsigned>(inst->port)).kv("start_ms", ms_between(inst->created, now));
+  if (*idle && inst->validation && s.config.scaling.min_scale == 0 && s.scale_to_zero &&
+      s.config.scaling.initial_scale == 0) {
+    log::info("service validated; scaled to zero until the first request")
+        .kv("event", "service.validated").kv("service", s.config.name);
+    drain_instance(s, inst);
+  } else if (*idle) {
+    post_freeze(s, inst);
   }
-  if (promote_it) promote(s);
+  if (s.phase == Phase::validating) promote(s);
 }
 
 void Fleet::start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason) {
-  std::unique_lock lock(s.mu);
-  if (inst->state == InstanceState::stopped) return;
+  if (s.gate->state(*inst) == InstanceState::stopped) return;
   if (s.phase == Phase::validating) {
     // A new revision that cannot start never gets traffic: the serving one stays, nothing is retried.
     s.phase = Phase::failed;
     s.reason = reason;
     stop_instance(s, inst);
-    lock.unlock();
     auto line = log::error("revision " + s.revision + " failed: " + reason);
     line.kv("event", "revision.failed").kv("service", s.config.name).kv("revision", s.revision).kv("reason", reason);
     for (const auto& other : services_)  // control thread: the list is ours
-      if (other.get() != &s && other->config.name == s.config.name) {
-        std::lock_guard other_lock(other->mu);
-        if (other->phase == Phase::serving) line.kv("serving", other->revision);
-      }
+      if (other.get() != &s && other->config.name == s.config.name && other->phase == Phase::serving)
+        line.kv("serving", other->revision);
     return;
   }
   ++s.failures;
-  s.failed_reason = reason;
   auto backoff = std::chrono::seconds(std::min(60, 1 << std::min(s.failures, 6)));
-  s.retry_at = clock_now() + backoff;
   log::error("instance failed to start").kv("event", "instance.failed").kv("service", s.config.name)
       .kv("instance", inst->id).kv("reason", reason).kv("retry_after_s", static_cast<std::int64_t>(backoff.count()));
-  stop_instance(s, inst);
-  if (s.active() == 0) {
-    s.waiters.hand_all(proxy::InstanceRefusal{503, "service " + s.config.name + " failed to start: " + reason,
-                                             static_cast<unsigned>(backoff.count())});
-    s.cold_start_since.reset();
+  // Requests are refused with the reason until the retry is due, unless another instance serves meanwhile.
+  if (s.gate->start_failed(*inst, reason, clock_now() + backoff)) {
+    instances_changed();
+    end_instance(s, inst);
   }
 }
 
-void Fleet::drain_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
-  if (inst->state != InstanceState::ready && inst->state != InstanceState::starting) return;
-  inst->state = InstanceState::draining;
+void Fleet::drain_instance(Revision& s, const std::shared_ptr<Instance>& inst) { drained(s, inst, s.gate->drain(*inst)); }
+
+void Fleet::drained(Revision& s, const std::shared_ptr<Instance>& inst, Gate::Drained how) {
+  if (how == Gate::Drained::no) return;
   instances_changed();
   log::info("instance draining").kv("event", "instance.draining").kv("service", s.config.name).kv("instance", inst->id);
-  if (inst->in_flight == 0) stop_instance(s, inst);
+  if (how == Gate::Drained::stopped) end_instance(s, inst);
 }
 
 void Fleet::call_off_starts(Revision& s) {
-  std::lock_guard lock(s.mu);
-  if (stopping_ || s.phase != Phase::serving || !s.waiters.empty() || s.in_flight != 0 || s.scaler->desired() > 0) return;
-  bool called_off = false;
-  for (const auto& i : s.instances) {
-    if (i->state != InstanceState::starting || i->validation) continue;
+  if (stopping_ || s.phase != Phase::serving || s.scaler->desired() > 0) return;
+  for (const auto& i : s.gate->call_off_starts()) {
     log::info("instance start called off: the requests it was for went away").kv("event", "instance.called_off")
         .kv("service", s.config.name).kv("instance", i->id);
-    drain_instance(s, i);
-    called_off = true;
+    instances_changed();
+    end_instance(s, i);
   }
-  if (called_off) s.cold_start_since.reset();
 }
 
 void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
-  if (inst->state == InstanceState::stopped) return;
-  inst->state = InstanceState::stopped;
+  if (s.gate->stop(*inst)) end_instance(s, inst);
+}
+
+void Fleet::end_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
   instances_changed();
   Revision* sp = &s;
   auto grace = s.config.grace;
@@ -333,11 +326,8 @@ void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
     auto st = runtime_.status(inst->id);
     (void)runtime_.remove(inst->id);
     pods_.close(inst->id);
-    {
-      std::lock_guard lock(sp->mu);
-      std::erase(sp->instances, inst);
-      instances_changed();
-    }
+    sp->gate->remove(inst);
+    instances_changed();
     {
       std::lock_guard lock(registry_mu_);
       if (auto it = registry_.find(inst->id); it != registry_.end() && it->second.instance == inst) registry_.erase(it);
@@ -367,19 +357,15 @@ void Fleet::post_freeze(Revision& s, const std::shared_ptr<Instance>& inst) {
 }
 
 void Fleet::freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst) {
-  std::lock_guard lock(s.mu);
-  if (inst->in_flight != 0 || inst->frozen || inst->state != InstanceState::ready) return;
-  if (inst->prewarm_until > clock_now()) return;
-  inst->frozen = true;
-  // Posted under the lock: a request that thaws it posts its thaw after this, and the throttler runs
-  // them in that order.
-  asio::post(throttler_, [this, &s, inst] {
-    if (auto ok = runtime_.freeze(inst->id); !ok) {
-      log::warn("freeze failed").kv("instance", inst->id).kv("error", ok.error());
-      std::lock_guard relock(s.mu);
-      s.throttling = false;  // once is enough to know: the service runs unthrottled from now on
-      inst->frozen = false;
-    }
+  // Posted under the gate's lock: a request that thaws it posts its thaw after this, and the throttler
+  // runs them in that order.
+  s.gate->freeze_if_idle(*inst, clock_now(), [&] {
+    asio::post(throttler_, [this, &s, inst] {
+      if (auto ok = runtime_.freeze(inst->id); !ok) {
+        log::warn("freeze failed").kv("instance", inst->id).kv("error", ok.error());
+        s.gate->freeze_failed(*inst);  // the revision runs unthrottled from now on
+      }
+    });
   });
 }
 
@@ -393,16 +379,18 @@ void Fleet::handle_exit(const runtime::InstanceStatus& st) {
   }
   std::string what = exit_description(st);
   if (!last_output.empty()) what += "; last output: " + joined(last_output);
-  std::unique_lock lock(s->mu);
-  if (inst->state == InstanceState::stopped || inst->state == InstanceState::draining) return;
-  if (inst->state == InstanceState::starting) {
-    lock.unlock();
+  const auto state = s->gate->state(*inst);
+  if (state == InstanceState::stopped || state == InstanceState::draining) return;
+  if (state == InstanceState::starting) {
     start_failed(*s, inst, what + " before listening on PORT " + std::to_string(inst->port));
     return;
   }
   ++s->crashes;
+  std::size_t in_flight = 0;
+  for (const auto& i : s->gate->view().instances)
+    if (i.id == inst->id) in_flight = i.in_flight;
   log::error("instance crashed").kv("event", "instance.crashed").kv("service", s->config.name)
-      .kv("instance", inst->id).kv("reason", what).kv("in_flight", static_cast<std::uint64_t>(inst->in_flight));
+      .kv("instance", inst->id).kv("reason", what).kv("in_flight", static_cast<std::uint64_t>(in_flight));
   // Its exchanges fail on their own (the connection breaks); the lease still releases it.
   stop_instance(*s, inst);
   // A replacement: at once after a long life, after a growing back-off when it keeps crashing early.
@@ -413,19 +401,17 @@ void Fleet::handle_exit(const runtime::InstanceStatus& st) {
   } else {
     s->crash_streak = 0;
   }
-  lock.unlock();
   replace_later(*s, delay);
 }
 
 void Fleet::replace_later(Revision& s, Clock::duration delay) {
   auto timer = std::make_shared<asio::steady_timer>(control_, delay);
   timer->async_wait([this, &s, timer](error_code ec) {
-    if (ec) return;
-    std::lock_guard lock(s.mu);
-    if (s.phase != Phase::serving) return;
+    if (ec || s.phase != Phase::serving) return;
     auto want = static_cast<std::size_t>(std::max(s.scaler->desired(), s.config.scaling.min_scale));
-    if (!s.waiters.empty()) want = std::max<std::size_t>(want, 1);
-    if (s.active() < want) start_instance(s, false);
+    const auto v = s.gate->view();
+    if (v.queued != 0) want = std::max<std::size_t>(want, 1);
+    if (v.active < want) start_instance(s, false);
   });
 }
 

@@ -16,16 +16,8 @@ using namespace std::chrono_literals;
 class Fleet::Supervised final : public autoscaler::ScaleTarget {
  public:
   Supervised(Fleet& fleet, Revision& revision) : fleet_(fleet), revision_(revision) {}
-  std::int32_t ready() const override {
-    std::lock_guard lock(revision_.mu);
-    std::int32_t n = 0;
-    for (const auto& i : revision_.instances) n += i->state == InstanceState::ready;
-    return n;
-  }
-  void scale_to(std::int32_t desired) override {
-    std::lock_guard lock(revision_.mu);
-    fleet_.scale(revision_, desired);
-  }
+  std::int32_t ready() const override { return static_cast<std::int32_t>(revision_.gate->view().ready); }
+  void scale_to(std::int32_t desired) override { fleet_.scale(revision_, desired); }
 
  private:
   Fleet& fleet_;
@@ -34,7 +26,7 @@ class Fleet::Supervised final : public autoscaler::ScaleTarget {
 
 namespace {
 
-// A revision's RequestStats as its RevisionScaler reads them (the stats are thread-safe on their own).
+// A revision's gate's RequestStats as its RevisionScaler reads them (thread-safe on their own).
 class GateStats final : public autoscaler::StatsSource {
  public:
   explicit GateStats(metrics::RequestStats& stats) : stats_(stats) {}
@@ -48,14 +40,13 @@ class GateStats final : public autoscaler::StatsSource {
 
 void Fleet::attach_scaler(Revision& s, const autoscaler::AutoscalerConfig& config, std::int32_t scale,
                           Clock::time_point now) {
-  s.stats_source = std::make_unique<GateStats>(s.stats);
+  s.stats_source = std::make_unique<GateStats>(s.gate->stats());
   s.scale_target = std::make_unique<Supervised>(*this, s);
   s.scaler = std::make_unique<autoscaler::RevisionScaler>(s.config.name, config, scale, now, *s.stats_source, *s.scale_target);
 }
 
 void Fleet::start() {
   for (auto& s : services_) {
-    std::lock_guard lock(s->mu);
     if (s->phase != Phase::serving) continue;
     auto want = std::max<std::int32_t>({s->config.scaling.min_scale, s->config.scaling.initial_scale,
                                         s->config.validate ? 1 : 0});
@@ -78,66 +69,38 @@ asio::awaitable<void> Fleet::every(asio::steady_timer& timer, Clock::duration pe
 
 void Fleet::stat_tick() {
   const auto now = clock_now();
-  for (auto& s : services_) {
-    {
-      std::lock_guard lock(s->mu);
-      if (s->phase != Phase::serving) continue;
-    }
-    s->scaler->stat_tick(now);
-  }
+  for (auto& s : services_)
+    if (s->phase == Phase::serving) s->scaler->stat_tick(now);
 }
 
 void Fleet::scale_tick() {
   const auto now = clock_now();
-  for (auto& s : services_) {
-    {
-      std::lock_guard lock(s->mu);
-      if (s->phase != Phase::serving) continue;
-    }
-    s->scaler->decide(now);
-  }
+  for (auto& s : services_)
+    if (s->phase == Phase::serving) s->scaler->decide(now);
 }
 
 void Fleet::scale(Revision& s, std::int32_t desired) {
   if (stopping_) return;
   auto want = static_cast<std::size_t>(std::max(desired, 0));
+  const auto v = s.gate->view();
   // Requests are waiting for an instance that is not coming: the decision lags, the buffer does not.
-  if (!s.waiters.empty()) want = std::max<std::size_t>(want, 1);
-  auto have = s.active();
+  if (v.queued != 0) want = std::max<std::size_t>(want, 1);
+  auto have = v.active;
   if (have < want) {
-    if (!s.failed_reason.empty() && clock_now() < s.retry_at) return;
+    if (!v.failed_reason.empty() && clock_now() < v.retry_at) return;
     for (; have < want; ++have) start_instance(s, false);
     return;
   }
-  if (have == want) return;
   // Scale down ready instances only (a starting one is about to serve), idle and frozen ones first.
-  std::vector<std::shared_ptr<Instance>> ready;
-  for (const auto& i : s.instances)
-    if (i->state == InstanceState::ready) ready.push_back(i);
-  std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) {
-    if (a->in_flight != b->in_flight) return a->in_flight < b->in_flight;
-    return a->ready_at > b->ready_at;  // the newest goes first: the oldest has the warmest caches
-  });
-  for (std::size_t k = 0; k < ready.size() && have > want; ++k, --have) drain_instance(s, ready[k]);
+  if (have == want) return;
+  for (const auto& [inst, how] : s.gate->drain_idlest(have - want)) drained(s, inst, how);
 }
 
 // Instances a new connection thawed ahead of its request and that no request came to: frozen again.
 void Fleet::housekeeping() {
   const auto now = clock_now();
-  for (auto& s : services_) {
-    if (!s->throttling) continue;
-    std::vector<std::shared_ptr<Instance>> refreeze;
-    {
-      std::lock_guard lock(s->mu);
-      for (auto& i : s->instances)
-        if (i->state == InstanceState::ready && !i->frozen && i->in_flight == 0 && i->prewarm_until != Clock::time_point{} &&
-            i->prewarm_until <= now) {
-          i->prewarm_until = {};
-          refreeze.push_back(i);
-        }
-    }
-    for (auto& i : refreeze) freeze_if_idle(*s, i);
-  }
+  for (auto& s : services_)
+    for (auto& i : s->gate->prewarm_expired(now)) freeze_if_idle(*s, i);
 }
 
 }  // namespace sluice::app::gateway

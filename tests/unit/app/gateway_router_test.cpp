@@ -10,7 +10,7 @@ namespace sluice::app::gateway {
 namespace {
 
 struct Revisions {
-  Revision front{Clock::now()}, api_old{Clock::now()}, api_new{Clock::now()};
+  Revision front, api_old, api_new;
 
   std::shared_ptr<Router::Table> table() {
     auto t = std::make_shared<Router::Table>();
