@@ -264,6 +264,27 @@ bool image_user_ids(const Image& image, int& uid, int& gid, std::string& error) 
   return true;
 }
 
+bool apply_image(const Image& image, const ContainerOverImage& c, InstanceSpec& spec, std::string& error) {
+  spec.handler = c.handler == "process" ? "runc" : c.handler;
+  spec.rootfs = image.rootfs;
+  spec.command = container_argv(image.config, c.command, c.args);
+  if (spec.command.empty()) {
+    error = "image " + c.ref + " has no entrypoint or cmd: give the container a command:";
+    return false;
+  }
+  for (const auto& kv : image.config.env)
+    if (auto eq = kv.find('='); eq != std::string::npos) spec.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  spec.env.emplace("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (spec.working_dir.empty() && !image.config.working_dir.empty()) spec.working_dir = image.config.working_dir;
+  if (!c.run_as_user && !image.config.user.empty()) {
+    int uid = 0, gid = 0;
+    if (!image_user_ids(image, uid, gid, error)) return false;
+    spec.run_as_user = uid;
+    if (!c.run_as_group) spec.run_as_group = gid;
+  }
+  return true;
+}
+
 ImageStore::ImageStore(fs::path cache_dir) : cache_(std::move(cache_dir)) {}
 
 fs::path ImageStore::default_cache_dir() {

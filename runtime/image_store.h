@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/instance.h"
+
 namespace sluice::runtime {
 
 // What the image's config says about running it (the OCI image spec's `config` object).
@@ -46,6 +48,21 @@ std::vector<std::string> container_argv(const ImageConfig& image, const std::vec
 
 // The image's `user` as numeric ids, names looked up in the rootfs's /etc/passwd and /etc/group.
 bool image_user_ids(const Image& image, int& uid, int& gid, std::string& error);
+
+// What a container says over its image (a pod spec's container fields).
+struct ContainerOverImage {
+  std::string ref;                               // the image, for error messages
+  std::string handler;                           // "process" (no rootfs of its own) runs it under runc
+  std::vector<std::string> command;              // replaces the entrypoint
+  std::optional<std::vector<std::string>> args;  // replaces cmd
+  std::optional<int> run_as_user, run_as_group;
+};
+
+// An instance of `image` as the kubelet makes a container of it: the image's rootfs, its argv under the
+// container's command and args, the image's environment under the values `spec` has already (the
+// container's own win; PATH defaults to the usual one), its working dir unless `spec` has one, its user
+// unless the container gives one. False with `error` when the image names no program or an unknown user.
+bool apply_image(const Image& image, const ContainerOverImage& container, InstanceSpec& spec, std::string& error);
 
 class ImageStore {
  public:

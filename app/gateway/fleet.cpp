@@ -1,4 +1,4 @@
-// The fleet's frame: construction, the instance registry, the runtime's callbacks, shutdown; see fleet.h.
+// The fleet's frame: construction and shutdown; see fleet.h.
 #include "app/gateway/fleet.h"
 
 #include <algorithm>
@@ -18,40 +18,15 @@ std::string_view to_string(Phase p) {
   return "?";
 }
 
-void Tasks::spawn(std::function<void()> fn) {
-  {
-    std::lock_guard lock(mu_);
-    ++running_;
-  }
-  std::thread([this, fn = std::move(fn)] {
-    try {
-      fn();
-    } catch (const std::exception& e) {
-      log::error("gateway task failed").kv("error", e.what());
-    }
-    std::lock_guard lock(mu_);
-    if (--running_ == 0) cv_.notify_all();
-  }).detach();
-}
-
-void Tasks::wait_all() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return running_ == 0; });
-}
-
 Fleet::Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio::io_context& control,
              std::function<Clock::time_point()> clock)
     : config_(config),
-      runtime_(runtime),
-      clock_(std::move(clock)),
-      pods_(config, runtime),
-      images_(!config.image_cache.empty()            ? std::filesystem::path(config.image_cache)
-              : std::getenv("SLUICE_IMAGE_CACHE") ? std::filesystem::path(std::getenv("SLUICE_IMAGE_CACHE"))
-                                                     : runtime::ImageStore::default_cache_dir()),
+      clock_(clock),
       control_(control),
       stat_timer_(control),
       scale_timer_(control),
-      housekeeping_timer_(control) {
+      housekeeping_timer_(control),
+      supervisor_(config, runtime, control, *this, std::move(clock)) {
   current_ = std::make_shared<GatewayConfig>(config);
   for (const auto& sc : config.services) {
     for (auto earlier : sc.earlier) {  // a Knative file's older revisions of the Service
@@ -64,10 +39,8 @@ Fleet::Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio
 }
 
 Fleet::~Fleet() {
-  stopping_ = true;
-  spawner_.join();
-  throttler_.join();
-  tasks_.wait_all();
+  supervisor_.stopping();
+  builds_running_.wait_all();
 }
 
 template <class Fn>
@@ -76,46 +49,12 @@ void Fleet::for_each_revision(Fn&& fn) const {
   for (const auto& s : services_) fn(*s);
 }
 
-std::pair<Revision*, std::shared_ptr<Instance>> Fleet::find(const std::string& id) const {
-  std::lock_guard lock(registry_mu_);
-  auto it = registry_.find(id);
-  if (it == registry_.end()) return {nullptr, nullptr};
-  return {it->second.revision, it->second.instance};
-}
-
-void Fleet::on_runtime_event(const runtime::Event& e) {
-  if (e.kind != runtime::EventKind::exited) return;
-  asio::post(control_, [this, st = e.status] { handle_exit(st); });
-}
-
-void Fleet::on_output(const std::string& id, runtime::Stream stream, std::string_view line) {
-  constexpr std::size_t kOutputLinesKept = 5;
-  std::string service;
-  {
-    std::lock_guard lock(registry_mu_);
-    if (auto it = registry_.find(id); it != registry_.end()) {
-      auto& kept = it->second.last_output;
-      kept.emplace_back(line);
-      if (kept.size() > kOutputLinesKept) kept.pop_front();
-      service = it->second.revision->config.name;
-    }
-  }
-  if (plain_output_) {
-    std::string out = id + " \u2502 ";
-    out.append(line);
-    log::write_line(out);
-    return;
-  }
-  log::info("output").kv("service", service).kv("instance", id)
-      .kv("stream", stream == runtime::Stream::out ? "stdout" : "stderr").kv("line", line);
-}
-
 void Fleet::drop_waiters() {
   for_each_revision([](Revision& s) { s.gate->clear_waiters(); });
 }
 
 void Fleet::stop_all() {
-  stopping_ = true;
+  supervisor_.stopping();
   // On the control thread, which owns the list and the timers and is still running.
   std::promise<void> stopping;
   asio::post(control_, [&] {
@@ -123,15 +62,11 @@ void Fleet::stop_all() {
     scale_timer_.cancel();
     housekeeping_timer_.cancel();
     for (auto& s : services_)
-      for (auto& i : s->gate->instances()) stop_instance(*s, i);
+      for (auto& i : s->gate->instances()) supervisor_.stop(*s, i);
     stopping.set_value();
   });
   stopping.get_future().wait();
-  // Starts already posted find stopping_ set and stop what they made; then every stop has been spawned.
-  std::promise<void> spawned;
-  asio::post(spawner_, [&] { spawned.set_value(); });
-  spawned.get_future().wait();
-  tasks_.wait_all();
+  supervisor_.wait_stopped();
 }
 
 }  // namespace sluice::app::gateway

@@ -1,25 +1,27 @@
 // The gateway's instances: which services exist, their revisions, which instances each has and in what
-// state. The proxy asks it for an instance per request (proxy::InstanceSet). Its parts, one file each:
+// state. The proxy asks it for an instance per request (proxy::InstanceSet). The Fleet is the revision
+// set and holds the parts, one file each:
 //   router.{h,cpp}           Host / tag / traffic split → revision (an immutable table, no lock)
 //   gate.{h,cpp}             a revision's request path: ready instances' slots, the cold-start buffer,
 //                            its request stats and counters, under the revision's own lock. It says when
 //                            it wants an instance or has an idle one (Supervision) and never starts,
 //                            freezes or stops one; unit-tested alone
-//   fleet_requests.cpp       the InstanceSet: route, then the gate; the request line
-//   instance_lifecycle.cpp   the supervisor: start, async readiness, freeze/thaw, drain, stop, crash and
-//                            OOM, each through the gate's methods and the runtime
+//   supervisor.{h,cpp}       instances' lives through runtime/: start, readiness, freeze/thaw, drain,
+//                            stop, crash and OOM; the autoscaler's decision applied; unit-tested alone
 //   scaling_loop.cpp         the tickers, and each revision's gate stats and supervised instances as the
 //                            StatsSource and ScaleTarget of its autoscaler::RevisionScaler
 //                            (autoscaler/revision_scaler.h, its KPA between the two, unit-tested alone)
-//   fleet_revisions.cpp      config changes and watched files → new revisions, validated, rolled over
+//   fleet_requests.cpp       the InstanceSet: route, then the gate; the request line
+//   fleet_revisions.cpp      the revision set: config changes and watched files → new revisions,
+//                            validated, rolled over, traffic assigned, the routing table
 //   fleet_status.cpp         /.sluice/status and /metrics
+// The parts exchange data (a gate's view, a revision's settings) and calls through the interfaces above;
+// none reaches into another's fields.
 //
 // Threads: workers run a gate's acquire and the release of its leases, and take only that gate's lock.
-// The control thread (`control`) is the supervisor's and the scaling loop's executor: it owns the list of
-// revisions, the routing table and the KPAs, and runs readiness probes as coroutines. Nothing that
-// blocks runs there or on a worker: creating and starting an instance is posted to `spawner_`, freezing
-// and thawing to `throttler_` (one thread each, so a freeze and the thaw after it keep their order), and
-// stopping (which waits for the grace period) to a task thread of its own.
+// The control thread (`control`) runs the revision set, the scaling loop and the supervisor's
+// decisions: it owns the list of revisions, the routing table and the KPAs. Nothing that blocks runs
+// there or on a worker (the supervisor's own threads do that).
 #pragma once
 
 #include <atomic>
@@ -36,30 +38,15 @@
 #include <boost/json/object.hpp>
 
 #include "app/gateway/config.h"
-#include "app/gateway/pods.h"
 #include "app/gateway/revision.h"
 #include "app/gateway/router.h"
+#include "app/gateway/supervisor.h"
 #include "proxy/forward/instance_set.h"
-#include "runtime/image_store.h"
 #include "runtime/runtime_service.h"
 
 namespace sluice::app::gateway {
 
-// Blocking work that may take long (stopping an instance: SIGTERM, grace, SIGKILL; a build) on threads
-// of its own; the destructor waits for all of it.
-class Tasks {
- public:
-  ~Tasks() { wait_all(); }
-  void spawn(std::function<void()> fn);
-  void wait_all();
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::size_t running_ = 0;
-};
-
-class Fleet final : public proxy::InstanceSet {
+class Fleet final : public proxy::InstanceSet, private RevisionEvents {
  public:
   static constexpr std::size_t kLatenciesKept = Gate::kLatenciesKept;
   // `control` is the io_context of the control thread, where scaling and lifecycle decisions run.
@@ -88,16 +75,21 @@ class Fleet final : public proxy::InstanceSet {
   void stop_all();
 
   // From the runtime's callbacks (any thread): never blocks, never calls back into the runtime.
-  void on_runtime_event(const runtime::Event& e);
-  void on_output(const std::string& id, runtime::Stream stream, std::string_view line);
+  void on_runtime_event(const runtime::Event& e) { supervisor_.on_runtime_event(e); }
+  void on_output(const std::string& id, runtime::Stream stream, std::string_view line) {
+    supervisor_.on_output(id, stream, line);
+  }
 
-  // On a terminal, instance output as "app-1 │ line" instead of JSON lines.
-  void set_plain_output(bool on) { plain_output_ = on; }
+  // On a terminal, instance output as "app-1 │ line" and request lines short, instead of JSON lines.
+  void set_plain_output(bool on) {
+    plain_output_ = on;
+    supervisor_.set_plain_output(on);
+  }
   void set_request_lines(bool on) { request_lines_ = on; }
   // Called (on the control thread, coalesced) after an instance starts, becomes ready, drains or is gone:
   // the terminal's table is drawn again at once instead of at its next poll.
-  void on_instances_changed(std::function<void()> f) { instances_changed_ = std::move(f); }
-  bool sandboxed() const { return pods_.enabled(); }
+  void on_instances_changed(std::function<void()> f) { supervisor_.on_instances_changed(std::move(f)); }
+  bool sandboxed() const { return supervisor_.sandboxed(); }
 
   // On the control thread.
   boost::json::object status() const;
@@ -111,9 +103,8 @@ class Fleet final : public proxy::InstanceSet {
   // On the control thread: files a service watches changed; it rolls over (build first, when it has one).
   // Changes seen (`last`) while the service's build ran are the build's own output and are ignored.
   void files_changed(const std::string& service, const std::string& what, Clock::time_point last);
-  // GCE_METADATA_HOST / GCE_METADATA_IP for instances started from now on ("ADDRESS:PORT"); before start().
-  // The metadata server's port, for instances' GCE_METADATA_HOST; before start().
-  void set_metadata_port(std::uint16_t port) { metadata_port_ = port; }
+  // The metadata server's port, for instances' GCE_METADATA_HOST / GCE_METADATA_IP; before start().
+  void set_metadata_port(std::uint16_t port) { supervisor_.set_metadata_port(port); }
   // The instance a pod's address belongs to (the metadata server's caller); control thread.
   std::optional<std::string> instance_at(const asio::ip::address_v4& address) const;
   // On the control thread. Every running instance: id → pid, and what the metadata server tells it about itself.
@@ -123,41 +114,17 @@ class Fleet final : public proxy::InstanceSet {
   std::vector<ServiceConfig> service_configs() const;
 
  private:
-  class Asks;  // a revision's Supervision: what its gate asks, posted to the control thread or the throttler
-
-  void instances_changed();
-
-  // Instance lifecycle (the supervisor).
-  void attach_gate(Revision& s, GateSettings settings);  // control, at creation
-  void want_instance(Revision& s);                    // control: the gate wants one
-  void start_instance(Revision& s, bool validation);  // control
-  void launch(Revision* s, std::shared_ptr<Instance> inst);  // spawner thread
-  asio::awaitable<void> await_ready(Revision* s, std::shared_ptr<Instance> inst);  // control
-  void became_ready(Revision& s, const std::shared_ptr<Instance>& inst);  // control
-  void start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason);  // control
-  void drain_instance(Revision& s, const std::shared_ptr<Instance>& inst);  // control
-  void drained(Revision& s, const std::shared_ptr<Instance>& inst, Gate::Drained how);  // control: said, and ended
-  // Control: instances starting for requests that all went away, when nothing else wants one (no request
-  // waiting or in flight, the autoscaler's last decision zero): stopped before they serve.
-  void call_off_starts(Revision& s);
-  void stop_instance(Revision& s, const std::shared_ptr<Instance>& inst);  // control
-  // Any thread, once the gate has it stopped: pre-stop hook, SIGTERM, grace, SIGKILL, removal, on a task thread.
-  void end_instance(Revision& s, const std::shared_ptr<Instance>& inst);
-  void post_thaw(const std::string& id);  // under the instance's gate's lock
-  void post_freeze(Revision& s, const std::shared_ptr<Instance>& inst);
-  void freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst);  // control
-  void handle_exit(const runtime::InstanceStatus& st);                      // control
-  void replace_later(Revision& s, Clock::duration delay);                   // control
-  std::pair<Revision*, std::shared_ptr<Instance>> find(const std::string& id) const;
+  // RevisionEvents, from the supervisor (control).
+  void validated(Revision& s) override { promote(s); }
+  void failed(Revision& s, const std::string& reason) override;
 
   // Scaling loop (control).
   asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)());
   void housekeeping();
   class Supervised;  // a revision's ScaleTarget
-  // Gives `s` its RevisionScaler (a KPA with `config`), fed by its stats and applied through scale(), at
+  // Gives `s` its RevisionScaler (a KPA with `config`), fed by its gate's stats and applied by the supervisor, at
   // `scale` instances.
   void attach_scaler(Revision& s, const autoscaler::AutoscalerConfig& config, std::int32_t scale, Clock::time_point now);
-  void scale(Revision& s, std::int32_t desired);  // control
 
   // Revisions (control).
   Revision* primary(const std::string& name);  // the serving revision with the largest share
@@ -171,7 +138,6 @@ class Fleet final : public proxy::InstanceSet {
   void roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason, bool built = false);
   void promote(Revision& next);
   void retire(Revision& old, Revision* successor);
-  bool image_spec(const Revision* s, runtime::InstanceSpec& spec, std::string& error);  // spawner thread
   void run_build(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason);  // task thread
   template <class Fn>
   void for_each_revision(Fn&& fn) const;  // any thread
@@ -179,21 +145,12 @@ class Fleet final : public proxy::InstanceSet {
   Clock::time_point clock_now() const { return clock_ ? clock_() : Clock::now(); }
 
   const GatewayConfig& config_;
-  runtime::RuntimeService& runtime_;
   std::function<Clock::time_point()> clock_;
-  InstancePods pods_;
-  runtime::ImageStore images_;  // used on the spawner thread: an image is unpacked before its first start
-  // Spawner thread only: a revision's image, resolved once (a rebuilt image is a new revision's).
-  struct ResolvedImage {
-    std::optional<runtime::Image> image;
-    std::string error;
-  };
-  std::unordered_map<const Revision*, ResolvedImage> revision_images_;
   asio::io_context& control_;
   Router router_;
   asio::steady_timer stat_timer_, scale_timer_, housekeeping_timer_;
   // Every revision ever made; only the control thread adds (under list_mu_) and reads it without the
-  // lock. Revisions live as long as the fleet: the routing table and leases point at them.
+  // lock. Revisions live as long as the fleet: the routing table, leases and the supervisor point at them.
   std::vector<std::unique_ptr<Revision>> services_;
   mutable std::mutex list_mu_;
   std::map<std::string, std::shared_ptr<std::atomic<int>>> instance_numbers_;  // control: per service name
@@ -206,26 +163,11 @@ class Fleet final : public proxy::InstanceSet {
   std::map<std::string, Build> builds_;             // per service name, under builds_mu_
   std::mutex builds_mu_;
   std::string default_name_;  // control: the service requests with an unknown Host go to
-  // Every instance not yet removed, by id, and the last lines each printed (for crash reports).
-  struct Registered {
-    Revision* revision;
-    std::shared_ptr<Instance> instance;
-    std::deque<std::string> last_output;
-  };
-  mutable std::mutex registry_mu_;
-  std::unordered_map<std::string, Registered> registry_;
-  std::atomic<bool> stopping_{false};
   bool plain_output_ = false;
   bool request_lines_ = true;
-  std::function<void()> instances_changed_;
-  std::atomic<bool> change_posted_{false};
-  std::uint16_t metadata_port_ = 0;
-  Tasks tasks_;
-  // Instances are forked here: a thread that lives as long as the fleet, so that they die with it
-  // (InstanceSpec::die_with_starter) even when the gateway is killed outright.
-  asio::thread_pool spawner_{1};
-  // Freezes and thaws, in the order they were asked for.
-  asio::thread_pool throttler_{1};
+  // Declared after the revisions it points at, so that it (and its threads) ends first.
+  InstanceSupervisor supervisor_;
+  Tasks builds_running_;
 };
 
 }  // namespace sluice::app::gateway

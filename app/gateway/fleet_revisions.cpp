@@ -48,14 +48,14 @@ Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, P
   s->phase = phase;
   s->reason = std::move(reason);
   s->scale_to_zero = scale_to_zero_on(g, sc);
-  attach_gate(*s, GateSettings{.service = sc.name,
+  supervisor_.attach_gate(*s, GateSettings{.service = sc.name,
                                .revision = s->revision,
                                .container_concurrency = static_cast<std::size_t>(sc.scaling.container_concurrency),
                                .buffer_size = sc.buffer_size,
                                .buffer_timeout = sc.buffer_timeout,
                                .request_timeout = sc.request_timeout,
                                .h2c = h2c_upstream_on(g, sc),
-                               .throttling = throttling_on(g, sc) && runtime_.throttle().kind != runtime::ThrottleKind::none});
+                               .throttling = throttling_on(g, sc) && supervisor_.throttle_kind() != runtime::ThrottleKind::none});
   auto scaling = sc.scaling;
   // Knative gives up on a revision stuck activating after its progress deadline + 30 s; the gateway's
   // start deadline plays the progress deadline's part.
@@ -84,6 +84,16 @@ Revision* Fleet::latest(const std::string& name) {
   return found;
 }
 
+void Fleet::failed(Revision& s, const std::string& reason) {
+  s.phase = Phase::failed;
+  s.reason = reason;
+  auto line = log::error("revision " + s.revision + " failed: " + reason);
+  line.kv("event", "revision.failed").kv("service", s.config.name).kv("revision", s.revision).kv("reason", reason);
+  for (const auto& other : services_)
+    if (other.get() != &s && other->config.name == s.config.name && other->phase == Phase::serving)
+      line.kv("serving", other->revision);
+}
+
 void Fleet::promote(Revision& next) {
   Revision* old = nullptr;
   for (auto& s : services_)
@@ -97,7 +107,6 @@ void Fleet::promote(Revision& next) {
     return;
   }
   next.phase = Phase::serving;
-  next.validated = true;
   log::info("revision " + next.revision + " is ready: traffic moves to it" + (old ? " from " + old->revision : ""))
       .kv("event", "revision.serving").kv("service", next.config.name).kv("revision", next.revision)
       .kv("reason", next.reason).kv("previous", old ? old->revision : "");
@@ -139,7 +148,7 @@ void Fleet::retire(Revision& old, Revision* successor) {
   // Requests waiting for the old revision wait for the new one instead; none is refused.
   if (successor) old.gate->move_to(*successor->gate);
   else old.gate->close("service " + old.config.name + " was removed from the config");
-  for (const auto& i : old.gate->instances()) drain_instance(old, i);
+  for (const auto& i : old.gate->instances()) supervisor_.drain(old, i);
 }
 
 void Fleet::apply(GatewayConfig next) {
@@ -156,7 +165,7 @@ void Fleet::apply(GatewayConfig next) {
     if (!current) {
       auto& s = add_revision(sc, *g, Phase::serving, "new service");
       log::info("service added: " + sc.name).kv("event", "service.added").kv("service", sc.name).kv("revision", s.revision);
-      if (sc.validate) start_instance(s, true);
+      if (sc.validate) supervisor_.start(s, true);
       continue;
     }
     if (current->config.fingerprint != sc.fingerprint) {
@@ -193,13 +202,13 @@ void Fleet::files_changed(const std::string& service, const std::string& what, C
 }
 
 void Fleet::roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason, bool built) {
-  if (stopping_) return;
+  if (supervisor_.is_stopping()) return;
   if (!sc.build.empty() && !built) {
     {
       std::lock_guard lock(builds_mu_);
       builds_[sc.name] = Build{true, Clock::now(), {}};
     }
-    tasks_.spawn([this, sc, g, reason] { run_build(sc, g, reason); });
+    builds_running_.spawn([this, sc, g, reason] { run_build(sc, g, reason); });
     return;
   }
   // An older revision still validating will not get traffic now: this one replaces it.
@@ -207,12 +216,12 @@ void Fleet::roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std:
     if (s->config.name == sc.name && s->phase == Phase::validating) {
       s->phase = Phase::failed;
       s->reason = "superseded";
-      for (const auto& i : s->gate->instances()) stop_instance(*s, i);
+      for (const auto& i : s->gate->instances()) supervisor_.stop(*s, i);
     }
   auto& s = add_revision(sc, *g, Phase::validating, reason);
   log::info("revision " + s.revision + " starting (" + reason + ")").kv("event", "revision.validating")
       .kv("service", sc.name).kv("revision", s.revision).kv("reason", reason);
-  start_instance(s, false);
+  supervisor_.start(s, false);
 }
 
 // On a task thread: the service's build command, its output shown line by line; then, back on the
@@ -271,7 +280,7 @@ std::optional<std::string> Fleet::instance_at(const asio::ip::address_v4& addres
 }
 
 std::optional<std::pair<std::string, std::string>> Fleet::service_and_revision(const std::string& instance) const {
-  auto [s, inst] = find(instance);
+  auto [s, inst] = supervisor_.find(instance);
   if (!s) return std::nullopt;
   return std::pair{s->config.name, s->revision};
 }

@@ -60,9 +60,9 @@ json::object Fleet::status() const {
     o["refused_total"] = v.refused;
     o["client_gone_total"] = v.client_gone;
     o["cold_starts"] = v.cold_starts;
-    o["crashes"] = s->crashes;
-    o["crash_streak"] = s->crash_streak;  // early crashes in a row: each doubles the restart delay
-    o["validated"] = s->validated;
+    o["crashes"] = s->supervised.crashes;
+    o["crash_streak"] = s->supervised.crash_streak;  // early crashes in a row: each doubles the restart delay
+    o["validated"] = s->supervised.validated;
     if (v.last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(v.last_cold_start_ms * 10) / 10;
     if (!v.failed_reason.empty() && s->phase == Phase::serving) o["failed"] = v.failed_reason;
     // Every revision's requests together: latency percentiles and the cold starts, oldest first.
@@ -124,7 +124,7 @@ json::object Fleet::status() const {
     services.emplace_back(std::move(o));
   }
   out["services"] = std::move(services);
-  out["throttle"] = std::string(runtime::to_string(runtime_.throttle().kind));
+  out["throttle"] = std::string(runtime::to_string(supervisor_.throttle_kind()));
   return out;
 }
 
@@ -166,7 +166,7 @@ std::string Fleet::prometheus() const {
     in_flight.Add(labels).Set(static_cast<double>(v.in_flight));
     queued.Add(labels).Set(static_cast<double>(v.queued));
     cold_starts.Add(labels).Increment(static_cast<double>(v.cold_starts));
-    crashes.Add(labels).Increment(static_cast<double>(s->crashes));
+    crashes.Add(labels).Increment(static_cast<double>(s->supervised.crashes));
     std::map<std::string, int> by_state{{"starting", 0}, {"ready", 0}, {"frozen", 0}, {"draining", 0}};
     for (const auto& i : v.instances) {
       if (i.state == InstanceState::stopped) continue;

@@ -237,12 +237,15 @@ void Gate::note_ready(Instance& inst, Clock::time_point t) {
   cold_start_since_.reset();
 }
 
-std::optional<bool> Gate::became_ready(const std::shared_ptr<Instance>& instance, Clock::time_point t) {
+Gate::Readied Gate::became_ready(const std::shared_ptr<Instance>& instance, Clock::time_point t, bool stop_if_idle) {
   std::lock_guard lock(mu_);
-  if (instance->state != InstanceState::starting) return std::nullopt;
+  if (instance->state != InstanceState::starting) return Readied::no;
   note_ready(*instance, t);
   dispatch();
-  return instance->in_flight == 0;
+  if (instance->in_flight != 0) return Readied::busy;
+  if (!stop_if_idle) return Readied::idle;
+  instance->state = InstanceState::stopped;
+  return Readied::stopped;
 }
 
 bool Gate::start_failed(Instance& instance, const std::string& reason, Clock::time_point retry_at) {

@@ -160,9 +160,11 @@ class Gate {
   void set_address(Instance& instance, const asio::ip::address_v4& address);
   // Its process runs now; false when it was stopped meanwhile (its process is then still to be stopped).
   bool started(Instance& instance, std::uint16_t port, int pid);
-  // Starting → ready: waiters get it, a cold start is recorded, the last start failure forgotten. Empty
-  // when it was not starting; else whether it is idle now.
-  std::optional<bool> became_ready(const std::shared_ptr<Instance>& instance, Clock::time_point now);
+  // Starting → ready: waiters get it, a cold start is recorded, the last start failure forgotten. With
+  // `stop_if_idle` (a validation instance of a revision that scales to zero) it is stopped at once when
+  // no request took it, before any other can (its process then to be stopped).
+  enum class Readied { no, busy, idle, stopped };  // no: it was not starting
+  Readied became_ready(const std::shared_ptr<Instance>& instance, Clock::time_point now, bool stop_if_idle = false);
   // Starting → stopped, because it failed: until `retry_at` requests are refused with `reason` while no
   // other instance is starting or ready, and the waiting ones are refused now. False: it was stopped already.
   bool start_failed(Instance& instance, const std::string& reason, Clock::time_point retry_at);

@@ -1,7 +1,7 @@
-// One revision of a gateway service: its settings, its gate (app/gateway/gate.h: the request path's
-// part, with its own lock) and what the control thread keeps about it (phase, traffic, the supervisor's
-// back-off counts, the autoscaler). Fields below the gate are the control thread's and touched nowhere
-// else: the workers reach a revision only through its gate.
+// One revision of a gateway service: its settings, then its fields grouped by the part that owns them —
+// the gate (app/gateway/gate.h: the request path's part, with its own lock), the revision set (phase,
+// traffic), the supervisor (back-off counts) and the scaling loop (its autoscaler). Everything but the
+// gate is the control thread's and touched nowhere else: workers reach a revision only through its gate.
 #pragma once
 
 #include <atomic>
@@ -31,16 +31,22 @@ struct Revision {
   std::unique_ptr<Supervision> supervision;
   std::unique_ptr<Gate> gate;
 
-  // Control.
+  // The revision set's (fleet_revisions.cpp).
   Phase phase = Phase::serving;
   std::string reason;             // why this revision was made, or why it failed
   int percent = 0;                // share of the service's requests (serving)
   std::vector<std::string> tags;  // Knative-Serving-Tag values and <tag>-<service>.localhost hosts
-  bool validated = false;         // an instance has become ready at least once
-  int failures = 0;               // consecutive start failures, for the retry back-off
-  int crash_streak = 0;           // crashes soon after becoming ready, for the restart back-off
-  std::uint64_t crashes = 0;
-  // The revision's autoscaling loop (autoscaler/revision_scaler.h): fed by the gate's stats, applied
+
+  // The supervisor's (supervisor.h).
+  struct Supervised {
+    bool validated = false;    // an instance has become ready at least once
+    int failures = 0;          // consecutive start failures, for the retry back-off
+    int crash_streak = 0;      // crashes soon after becoming ready, for the restart back-off
+    std::uint64_t crashes = 0;
+    std::int32_t desired = 0;  // the autoscaler's last decision, as applied
+  } supervised;
+
+  // The scaling loop's (scaling_loop.cpp). The revision's autoscaling loop (autoscaler/revision_scaler.h): fed by the gate's stats, applied
   // through the fleet's supervision of its instances. The scaler refers to the other two: it goes first.
   std::unique_ptr<autoscaler::StatsSource> stats_source;
   std::unique_ptr<autoscaler::ScaleTarget> scale_target;

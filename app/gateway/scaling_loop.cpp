@@ -17,7 +17,7 @@ class Fleet::Supervised final : public autoscaler::ScaleTarget {
  public:
   Supervised(Fleet& fleet, Revision& revision) : fleet_(fleet), revision_(revision) {}
   std::int32_t ready() const override { return static_cast<std::int32_t>(revision_.gate->view().ready); }
-  void scale_to(std::int32_t desired) override { fleet_.scale(revision_, desired); }
+  void scale_to(std::int32_t desired) override { fleet_.supervisor_.scale(revision_, desired); }
 
  private:
   Fleet& fleet_;
@@ -50,8 +50,9 @@ void Fleet::start() {
     if (s->phase != Phase::serving) continue;
     auto want = std::max<std::int32_t>({s->config.scaling.min_scale, s->config.scaling.initial_scale,
                                         s->config.validate ? 1 : 0});
-    for (std::int32_t i = 0; i < want; ++i) start_instance(*s, i == 0 && s->config.validate);
-    s->scaler->set_desired(std::max(s->config.scaling.min_scale, s->config.scaling.initial_scale));
+    for (std::int32_t i = 0; i < want; ++i) supervisor_.start(*s, i == 0 && s->config.validate);
+    s->supervised.desired = std::max(s->config.scaling.min_scale, s->config.scaling.initial_scale);
+    s->scaler->set_desired(s->supervised.desired);
   }
   asio::co_spawn(control_, every(stat_timer_, 1s, &Fleet::stat_tick), asio::detached);
   asio::co_spawn(control_, every(scale_timer_, 2s, &Fleet::scale_tick), asio::detached);
@@ -62,7 +63,7 @@ asio::awaitable<void> Fleet::every(asio::steady_timer& timer, Clock::duration pe
   while (true) {
     timer.expires_after(period);
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (ec || stopping_) co_return;
+    if (ec || supervisor_.is_stopping()) co_return;
     (this->*tick)();
   }
 }
@@ -79,28 +80,10 @@ void Fleet::scale_tick() {
     if (s->phase == Phase::serving) s->scaler->decide(now);
 }
 
-void Fleet::scale(Revision& s, std::int32_t desired) {
-  if (stopping_) return;
-  auto want = static_cast<std::size_t>(std::max(desired, 0));
-  const auto v = s.gate->view();
-  // Requests are waiting for an instance that is not coming: the decision lags, the buffer does not.
-  if (v.queued != 0) want = std::max<std::size_t>(want, 1);
-  auto have = v.active;
-  if (have < want) {
-    if (!v.failed_reason.empty() && clock_now() < v.retry_at) return;
-    for (; have < want; ++have) start_instance(s, false);
-    return;
-  }
-  // Scale down ready instances only (a starting one is about to serve), idle and frozen ones first.
-  if (have == want) return;
-  for (const auto& [inst, how] : s.gate->drain_idlest(have - want)) drained(s, inst, how);
-}
-
 // Instances a new connection thawed ahead of its request and that no request came to: frozen again.
 void Fleet::housekeeping() {
   const auto now = clock_now();
-  for (auto& s : services_)
-    for (auto& i : s->gate->prewarm_expired(now)) freeze_if_idle(*s, i);
+  for (auto& s : services_) supervisor_.refreeze(*s, now);
 }
 
 }  // namespace sluice::app::gateway

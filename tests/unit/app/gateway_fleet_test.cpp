@@ -1,7 +1,8 @@
-// The gateway fleet's instance lifecycle and scaling loop against a fake runtime and an injected clock:
-// what the fleet asks the runtime for, on which thread, and what a request is told. The fleet's control
-// thread and its one worker are this test's thread, driving one io_context; the spawner and throttler
-// threads are the fleet's own.
+// The gateway fleet's parts together (router, gate, supervisor, autoscaler) against a fake runtime and an
+// injected clock: what the autoscaler decides from a request's wait, and what the runtime is asked for.
+// Each part alone: gateway_gate_test.cpp, gateway_supervisor_test.cpp, autoscaler's revision_scaler_test.cpp.
+// The fleet's control thread and its one worker are this test's thread, driving one io_context; the
+// spawner and throttler threads are the supervisor's own.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -88,110 +89,6 @@ const proxy::InstanceRefusal* refusal(const std::shared_ptr<std::optional<Result
 }
 proxy::InstanceLease* lease(const std::shared_ptr<std::optional<Result>>& slot) {
   return *slot ? std::get_if<proxy::InstanceLease>(&**slot) : nullptr;
-}
-
-TEST(FleetLifecycle, AColdRequestStartsAnInstanceOffTheWorkerAndGetsItOnceItListens) {
-  Harness h(app_service());
-  auto r = h.request();
-  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  auto* l = lease(r);
-  ASSERT_NE(l, nullptr) << refusal(r)->reason;
-  EXPECT_EQ(l->endpoint.port(), h.runtime.port_of("app-1"));
-  auto calls = h.runtime.calls();
-  ASSERT_GE(calls.size(), 2u);
-  EXPECT_EQ(calls[0].what, "create app-1");
-  EXPECT_EQ(calls[1].what, "start app-1");
-  // The worker (this thread) only posted the start.
-  EXPECT_NE(calls[0].thread, std::this_thread::get_id());
-  EXPECT_NE(calls[1].thread, std::this_thread::get_id());
-  EXPECT_EQ(h.service().at("requests_total").to_number<int>(), 1);
-  EXPECT_EQ(h.service().at("cold_starts").to_number<int>(), 1);
-}
-
-TEST(FleetLifecycle, AnInstanceThatNeverListensFailsAtItsStartDeadlineOnTheInjectedClock) {
-  auto sc = app_service();
-  sc.start_deadline = 60s;  // longer than run_until waits: only the injected clock can get there
-  Harness h(sc);
-  h.runtime.listen_on_start(false);
-  auto r = h.request();
-  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-1") == 1; }));
-  const auto port = h.runtime.port_of("app-1");
-  // Probes fail for a while of real time; the deadline is the injected clock's business.
-  h.io.run_for(100ms);
-  EXPECT_FALSE(r->has_value());
-  h.clock.advance(61s);
-  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  auto* no = refusal(r);
-  ASSERT_NE(no, nullptr);
-  EXPECT_EQ(no->status, 503u);
-  EXPECT_NE(no->reason.find("failed to start: not listening on PORT " + std::to_string(port) +
-                            " after 60 s"),
-            std::string::npos)
-      << no->reason;
-  EXPECT_EQ(no->retry_after_seconds, 2u);
-  EXPECT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
-}
-
-TEST(FleetLifecycle, AFailedStartIsRefusedWithRetryAfterUntilTheBackOffPassesThenRetried) {
-  Harness h(app_service());
-  h.runtime.fail_create("exec fake-app: no such file");
-  auto first = h.request();
-  ASSERT_TRUE(h.run_until([&] { return first->has_value(); }));
-  ASSERT_NE(refusal(first), nullptr);
-  EXPECT_EQ(refusal(first)->reason, "service app failed to start: exec fake-app: no such file");
-  EXPECT_EQ(refusal(first)->retry_after_seconds, 2u);
-  // Within the back-off: refused at once, nothing started.
-  auto second = h.request();
-  ASSERT_TRUE(h.run_until([&] { return second->has_value(); }));
-  ASSERT_NE(refusal(second), nullptr);
-  EXPECT_EQ(refusal(second)->status, 503u);
-  EXPECT_EQ(h.runtime.count("create app-2"), 0u);
-  // After it: a new attempt, whose failure doubles the back-off.
-  h.clock.advance(3s);
-  auto third = h.request();
-  ASSERT_TRUE(h.run_until([&] { return third->has_value(); }));
-  EXPECT_EQ(h.runtime.count("create app-2"), 1u);
-  ASSERT_NE(refusal(third), nullptr);
-  EXPECT_EQ(refusal(third)->retry_after_seconds, 4u);
-}
-
-TEST(FleetLifecycle, AnIdleInstanceIsFrozenAndTheNextRequestThawsItInThatOrderOffTheWorker) {
-  Harness h(app_service(), /*throttling=*/true);
-  auto first = h.request();
-  ASSERT_TRUE(h.run_until([&] { return first->has_value(); }));
-  ASSERT_NE(lease(first), nullptr);
-  EXPECT_EQ(h.runtime.count("freeze app-1"), 0u);  // busy: not frozen
-  first->reset();  // the exchange ends
-  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("freeze app-1") == 1; }));
-  auto second = h.request();
-  ASSERT_TRUE(h.run_until([&] { return second->has_value() && h.runtime.count("thaw app-1") == 1; }));
-  ASSERT_NE(lease(second), nullptr);
-  auto names = h.runtime.names();
-  auto freeze = std::find(names.begin(), names.end(), "freeze app-1");
-  auto thaw = std::find(names.begin(), names.end(), "thaw app-1");
-  EXPECT_LT(freeze, thaw);
-  for (const auto& c : h.runtime.calls()) EXPECT_NE(c.thread, std::this_thread::get_id()) << c.what;
-}
-
-TEST(FleetLifecycle, ACrashAfterALongLifeIsReportedAndReplacedAtOnce) {
-  auto sc = app_service();
-  sc.scaling.min_scale = 1;
-  Harness h(sc);
-  auto r = h.request();
-  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  ASSERT_NE(lease(r), nullptr);
-  r->reset();
-  h.clock.advance(11s);  // ready for longer than 10 s: no crash back-off
-  runtime::InstanceStatus st;
-  st.id = "app-1";
-  st.state = runtime::InstanceState::exited;
-  st.exit_code = 3;
-  h.fleet->on_runtime_event(runtime::Event{runtime::EventKind::exited, st});
-  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-2") == 1; }));
-  EXPECT_EQ(h.service().at("crashes").to_number<int>(), 1);
-  // At once: no crash streak, so no back-off (an early crash starts one: 2 s, then 4, 8, …).
-  EXPECT_EQ(h.service().at("crash_streak").to_number<int>(), 0);
-  EXPECT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
 }
 
 // A buffered request whose client goes leaves at once with 499. Unseen by any stat yet, it is taken

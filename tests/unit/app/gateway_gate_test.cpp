@@ -112,7 +112,7 @@ TEST(Gate, AColdRequestAsksForAnInstanceAndIsHandedTheFirstThatBecomesReady) {
   auto second = h.request();  // one is starting: nothing more to ask
   EXPECT_EQ(h.supervision.count("wanted"), 1u);
   EXPECT_EQ(h.gate.view().queued, 2u);
-  ASSERT_EQ(h.gate.became_ready(inst, Clock::now()), std::optional<bool>(false));  // busy at once
+  ASSERT_EQ(h.gate.became_ready(inst, Clock::now()), Gate::Readied::busy);  // taken at once
   ASSERT_TRUE(h.run_until([&] { return first->has_value() && second->has_value(); }));
   ASSERT_NE(lease(first), nullptr);
   ASSERT_NE(lease(second), nullptr);
@@ -121,6 +121,23 @@ TEST(Gate, AColdRequestAsksForAnInstanceAndIsHandedTheFirstThatBecomesReady) {
   EXPECT_EQ(v.cold_starts, 1u);
   EXPECT_EQ(v.cold_start_log.size(), 1u);
   EXPECT_EQ(v.in_flight, 2u);
+}
+
+// A validation instance of a revision that scales to zero: stopped as it becomes ready, unless a request
+// waiting for it takes it then; no request can get it in between.
+TEST(Gate, AValidationInstanceNoRequestTookIsStoppedAsItBecomesReady) {
+  GateHarness h(gate_settings());
+  auto alone = h.instance("app-1", 4001);
+  EXPECT_EQ(h.gate.became_ready(alone, Clock::now(), /*stop_if_idle=*/true), Gate::Readied::stopped);
+  EXPECT_EQ(h.gate.state(*alone), InstanceState::stopped);
+  EXPECT_EQ(h.gate.became_ready(alone, Clock::now(), true), Gate::Readied::no);
+
+  auto waiting = h.request();
+  auto wanted = h.instance("app-2", 4002);
+  EXPECT_EQ(h.gate.became_ready(wanted, Clock::now(), true), Gate::Readied::busy);
+  ASSERT_TRUE(h.run_until([&] { return waiting->has_value(); }));
+  EXPECT_NE(lease(waiting), nullptr);
+  EXPECT_EQ(h.gate.state(*wanted), InstanceState::ready);
 }
 
 TEST(Gate, AFullInstanceQueuesTheNextRequestUntilItsSlotIsReleased) {

@@ -124,5 +124,44 @@ TEST(ContainerArgv, CommandReplacesTheEntrypointAndArgsTheCmd) {
   EXPECT_TRUE(container_argv(ImageConfig{}, {}, std::nullopt).empty());
 }
 
+// An instance of an image, as the kubelet makes a container: the container's own values win.
+TEST(ApplyImage, TheImagesRootfsArgvEnvDirAndUserUnderWhatTheContainerSays) {
+  Image image;
+  image.rootfs = "/cache/abc/rootfs";
+  image.config.entrypoint = {"/entry"};
+  image.config.cmd = {"serve"};
+  image.config.env = {"MODE=image", "ONLY_IMAGE=1", "NOT_A_PAIR"};
+  image.config.working_dir = "/app";
+  image.config.user = "7:8";
+  InstanceSpec spec;
+  spec.env = {{"MODE", "service"}};
+  std::string error;
+  ASSERT_TRUE(apply_image(image, {"oci:/x", "process", {}, std::nullopt, std::nullopt, std::nullopt}, spec, error)) << error;
+  EXPECT_EQ(spec.handler, "runc") << "a process service runs its image under runc";
+  EXPECT_EQ(spec.rootfs, image.rootfs);
+  EXPECT_EQ(spec.command, (std::vector<std::string>{"/entry", "serve"}));
+  EXPECT_EQ(spec.env.at("MODE"), "service");
+  EXPECT_EQ(spec.env.at("ONLY_IMAGE"), "1");
+  EXPECT_FALSE(spec.env.contains("NOT_A_PAIR"));
+  EXPECT_EQ(spec.env.at("PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  EXPECT_EQ(spec.working_dir, "/app");
+  EXPECT_EQ(spec.run_as_user, 7);
+  EXPECT_EQ(spec.run_as_group, 8);
+
+  InstanceSpec mine;
+  mine.working_dir = "/mine";
+  ASSERT_TRUE(apply_image(image, {"oci:/x", "crun", {"/bin/other"}, std::nullopt, 0, std::nullopt}, mine, error)) << error;
+  EXPECT_EQ(mine.handler, "crun");
+  EXPECT_EQ(mine.command, (std::vector<std::string>{"/bin/other"}));
+  EXPECT_EQ(mine.working_dir, "/mine");
+  EXPECT_FALSE(mine.run_as_user) << "the container's own user is applied later, by the pod's settings";
+
+  image.config.entrypoint.clear();
+  image.config.cmd.clear();
+  InstanceSpec none;
+  EXPECT_FALSE(apply_image(image, {"oci:/x", "runc", {}, std::nullopt, std::nullopt, std::nullopt}, none, error));
+  EXPECT_EQ(error, "image oci:/x has no entrypoint or cmd: give the container a command:");
+}
+
 }  // namespace
 }  // namespace sluice::runtime

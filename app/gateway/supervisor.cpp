@@ -1,8 +1,4 @@
-// The supervisor: an instance's life. Start (on the spawner thread), readiness (an async probe on the
-// control thread: Asio sockets and timers, no thread and no tight polling), freeze and thaw (on the
-// throttler thread), drain, stop (on a task thread: it waits for the grace period), crash and OOM with
-// their back-off. Decisions run on the control thread; an instance's state changes only through its
-// revision's gate (gate.h), which asks for starts, thaws and freezes through `Asks`. See fleet.h.
+// The instance supervisor; see supervisor.h.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,7 +6,10 @@
 
 #include <algorithm>
 
-#include "app/gateway/fleet.h"
+#include "app/gateway/supervisor.h"
+
+#include <future>
+
 #include "common/log.h"
 #include "proxy/control/readiness_probe.h"
 
@@ -62,48 +61,131 @@ constexpr proxy::Millis kProbeTryTimeout{100};
 
 // What a gate asks, under its lock: posted, so that the supervisor decides on the control thread, and
 // freezes and thaws keep their order on the throttler.
-class Fleet::Asks final : public Supervision {
+class InstanceSupervisor::Asks final : public Supervision {
  public:
-  Asks(Fleet& fleet, Revision& revision) : fleet_(fleet), revision_(revision) {}
+  Asks(InstanceSupervisor& supervisor, Revision& revision) : supervisor_(supervisor), revision_(revision) {}
   void wanted() override {
     if (start_posted_.exchange(true)) return;  // one decision for the requests of one burst
-    asio::post(fleet_.control_, [this] {
+    asio::post(supervisor_.control_, [this] {
       start_posted_ = false;
-      fleet_.want_instance(revision_);
+      supervisor_.want(revision_);
     });
   }
-  void thaw(const std::shared_ptr<Instance>& instance) override { fleet_.post_thaw(instance->id); }
-  void idle(const std::shared_ptr<Instance>& instance) override { fleet_.post_freeze(revision_, instance); }
-  void stopped(const std::shared_ptr<Instance>& instance) override { fleet_.end_instance(revision_, instance); }
+  void thaw(const std::shared_ptr<Instance>& instance) override { supervisor_.post_thaw(instance->id); }
+  void idle(const std::shared_ptr<Instance>& instance) override { supervisor_.post_freeze(revision_, instance); }
+  void stopped(const std::shared_ptr<Instance>& instance) override { supervisor_.end(revision_, instance); }
   void unwanted() override {
-    asio::post(fleet_.control_, [this] { fleet_.call_off_starts(revision_); });
+    asio::post(supervisor_.control_, [this] { supervisor_.call_off_starts(revision_); });
   }
 
  private:
-  Fleet& fleet_;
+  InstanceSupervisor& supervisor_;
   Revision& revision_;
   std::atomic<bool> start_posted_{false};
 };
 
-void Fleet::attach_gate(Revision& s, GateSettings settings) {
+void Tasks::spawn(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    ++running_;
+  }
+  std::thread([this, fn = std::move(fn)] {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      log::error("gateway task failed").kv("error", e.what());
+    }
+    std::lock_guard lock(mu_);
+    if (--running_ == 0) cv_.notify_all();
+  }).detach();
+}
+
+void Tasks::wait_all() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return running_ == 0; });
+}
+
+InstanceSupervisor::InstanceSupervisor(const GatewayConfig& config, runtime::RuntimeService& runtime,
+                                       asio::io_context& control, RevisionEvents& events,
+                                       std::function<Clock::time_point()> clock)
+    : config_(config),
+      runtime_(runtime),
+      control_(control),
+      events_(events),
+      clock_(std::move(clock)),
+      pods_(config, runtime),
+      images_(!config.image_cache.empty()            ? std::filesystem::path(config.image_cache)
+              : std::getenv("SLUICE_IMAGE_CACHE") ? std::filesystem::path(std::getenv("SLUICE_IMAGE_CACHE"))
+                                                     : runtime::ImageStore::default_cache_dir()) {}
+
+InstanceSupervisor::~InstanceSupervisor() {
+  stopping_ = true;
+  spawner_.join();
+  throttler_.join();
+  tasks_.wait_all();
+}
+
+void InstanceSupervisor::wait_stopped() {
+  // Starts already posted find stopping_ set and stop what they made; then every stop has been spawned.
+  std::promise<void> spawned;
+  asio::post(spawner_, [&] { spawned.set_value(); });
+  spawned.get_future().wait();
+  tasks_.wait_all();
+}
+
+std::pair<Revision*, std::shared_ptr<Instance>> InstanceSupervisor::find(const std::string& id) const {
+  std::lock_guard lock(registry_mu_);
+  auto it = registry_.find(id);
+  if (it == registry_.end()) return {nullptr, nullptr};
+  return {it->second.revision, it->second.instance};
+}
+
+void InstanceSupervisor::on_runtime_event(const runtime::Event& e) {
+  if (e.kind != runtime::EventKind::exited) return;
+  asio::post(control_, [this, st = e.status] { handle_exit(st); });
+}
+
+void InstanceSupervisor::on_output(const std::string& id, runtime::Stream stream, std::string_view line) {
+  constexpr std::size_t kOutputLinesKept = 5;
+  std::string service;
+  {
+    std::lock_guard lock(registry_mu_);
+    if (auto it = registry_.find(id); it != registry_.end()) {
+      auto& kept = it->second.last_output;
+      kept.emplace_back(line);
+      if (kept.size() > kOutputLinesKept) kept.pop_front();
+      service = it->second.revision->config.name;
+    }
+  }
+  if (plain_output_) {
+    std::string out = id + " \u2502 ";
+    out.append(line);
+    log::write_line(out);
+    return;
+  }
+  log::info("output").kv("service", service).kv("instance", id)
+      .kv("stream", stream == runtime::Stream::out ? "stdout" : "stderr").kv("line", line);
+}
+
+void InstanceSupervisor::attach_gate(Revision& s, GateSettings settings) {
   s.supervision = std::make_unique<Asks>(*this, s);
   s.gate = std::make_unique<Gate>(std::move(settings), *s.supervision, clock_);
 }
 
-void Fleet::want_instance(Revision& s) {
+void InstanceSupervisor::want(Revision& s) {
   if (stopping_ || s.phase != Phase::serving) return;
   auto v = s.gate->view();
-  if (v.active == 0 && v.queued != 0) start_instance(s, false);
+  if (v.active == 0 && v.queued != 0) start(s, false);
 }
 
-void Fleet::start_instance(Revision& s, bool validation) {
+void InstanceSupervisor::start(Revision& s, bool validation) {
   if (stopping_) return;
   auto inst = std::make_shared<Instance>();
   inst->id = s.config.name + "-" + std::to_string(++*s.instance_numbers);
   // In a pod every instance has its own address and takes PORT 8080; on the host each needs a free port.
   inst->port = s.config.port ? s.config.port : pods_.enabled() ? 8080 : free_port();
   inst->validation = validation;
-  inst->created = clock_now();
+  inst->created = now();
   s.gate->add(inst);
   instances_changed();
   {
@@ -117,7 +199,7 @@ void Fleet::start_instance(Revision& s, bool validation) {
 }
 
 // On the spawner thread: the pod, then create and start the instance; then readiness, on the control thread.
-void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
+void InstanceSupervisor::launch(Revision* s, std::shared_ptr<Instance> inst) {
   if (stopping_) return;  // shutting down: the fleet's destructor drains this thread
   auto failed = [&](std::string why) {
     asio::post(control_, [this, s, inst, why = std::move(why)] { start_failed(*s, inst, why); });
@@ -154,7 +236,7 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
   auto st = runtime_.status(spec.id);
   // Stopped while it started (shutdown, a superseded revision): the stop that ended it found nothing to stop.
   if (!s->gate->started(*inst, static_cast<std::uint16_t>(spec.port), st ? st->pid : 0)) {
-    end_instance(*s, inst);
+    end(*s, inst);
     return;
   }
   auto probing = await_ready(s, inst);
@@ -165,7 +247,7 @@ void Fleet::launch(Revision* s, std::shared_ptr<Instance> inst) {
 // what its config says where the service says nothing. An image that is not on this machine fails the
 // instance with the reason (and is looked for again at the next start), unless a Knative container also
 // gave a command to run here instead.
-bool Fleet::image_spec(const Revision* s, runtime::InstanceSpec& spec, std::string& error) {
+bool InstanceSupervisor::image_spec(const Revision* s, runtime::InstanceSpec& spec, std::string& error) {
   const auto& c = s->config;
   auto [it, first] = revision_images_.try_emplace(s);
   auto& resolved = it->second;
@@ -189,30 +271,12 @@ bool Fleet::image_spec(const Revision* s, runtime::InstanceSpec& spec, std::stri
     if (c.args) spec.command.insert(spec.command.end(), c.args->begin(), c.args->end());
     return true;
   }
-  spec.handler = c.handler == "process" ? "runc" : c.handler;
-  spec.rootfs = image->rootfs;
-  spec.command = runtime::container_argv(image->config, c.command, c.args);
-  if (spec.command.empty()) {
-    error = "image " + c.image + " has no entrypoint or cmd: give the container a command:";
-    return false;
-  }
-  // The image's environment first; the service's own values win, and the runtime adds the contract's.
-  for (const auto& kv : image->config.env)
-    if (auto eq = kv.find('='); eq != std::string::npos) spec.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  spec.env.emplace("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  if (spec.working_dir.empty() && !image->config.working_dir.empty()) spec.working_dir = image->config.working_dir;
-  if (!c.run_as_user && !image->config.user.empty()) {
-    int uid = 0, gid = 0;
-    if (!runtime::image_user_ids(*image, uid, gid, error)) return false;
-    spec.run_as_user = uid;
-    if (!c.run_as_group) spec.run_as_group = gid;
-  }
-  return true;
+  return runtime::apply_image(*image, {c.image, c.handler, c.command, c.args, c.run_as_user, c.run_as_group}, spec, error);
 }
 
 // On the control thread: probe the instance's port (or readiness path) until it answers, it exits
 // (handle_exit reports that), or the start deadline passes.
-asio::awaitable<void> Fleet::await_ready(Revision* s, std::shared_ptr<Instance> inst) {
+asio::awaitable<void> InstanceSupervisor::await_ready(Revision* s, std::shared_ptr<Instance> inst) {
   const auto& c = s->config;
   proxy::ReadinessProbeConfig pc;
   for (const auto& i : s->gate->view().instances)
@@ -231,92 +295,88 @@ asio::awaitable<void> Fleet::await_ready(Revision* s, std::shared_ptr<Instance> 
     if (s->gate->state(*inst) != InstanceState::starting || stopping_) co_return;
     auto attempt = probe.try_once(kProbeTryTimeout);  // named: see STYLE.md on co_await
     if (co_await std::move(attempt)) {
-      log::debug("instance listening").kv("instance", inst->id).kv("listen_ms", ms_between(inst->created, clock_now()));
+      log::debug("instance listening").kv("instance", inst->id).kv("listen_ms", ms_between(inst->created, now()));
       became_ready(*s, inst);
       co_return;
     }
-    auto now = clock_now();
-    if (now >= deadline) {
+    const auto t = now();
+    if (t >= deadline) {
       start_failed(*s, inst, "not listening on PORT " + std::to_string(pc.port) + " after " +
                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(c.start_deadline).count()) +
                                  " s");
       co_return;
     }
-    pause.expires_after(std::min<Clock::duration>(probe_pause(now - inst->created), deadline - now));
+    pause.expires_after(std::min<Clock::duration>(probe_pause(t - inst->created), deadline - t));
     auto [ec] = co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec) co_return;
   }
 }
 
-void Fleet::became_ready(Revision& s, const std::shared_ptr<Instance>& inst) {
-  const auto now = clock_now();
-  auto idle = s.gate->became_ready(inst, now);
-  if (!idle) return;  // stopped meanwhile
+void InstanceSupervisor::became_ready(Revision& s, const std::shared_ptr<Instance>& inst) {
+  const auto t = now();
+  // A validation instance of a revision that scales to zero goes once it proved the service, unless a
+  // request took it first (decided under the gate's lock, so no request gets it as it goes).
+  const bool validated_only = inst->validation && s.config.scaling.min_scale == 0 && s.scale_to_zero &&
+                              s.config.scaling.initial_scale == 0;
+  const auto readied = s.gate->became_ready(inst, t, validated_only);
+  if (readied == Gate::Readied::no) return;  // stopped meanwhile
   instances_changed();
-  s.failures = 0;
-  s.validated = true;
+  s.supervised.failures = 0;
+  s.supervised.validated = true;
   log::info("instance ready").kv("event", "instance.ready").kv("service", s.config.name).kv("instance", inst->id)
-      .kv("port", static_cast<unsigned>(inst->port)).kv("start_ms", ms_between(inst->created, now));
-  if (*idle && inst->validation && s.config.scaling.min_scale == 0 && s.scale_to_zero &&
-      s.config.scaling.initial_scale == 0) {
+      .kv("port", static_cast<unsigned>(inst->port)).kv("start_ms", ms_between(inst->created, t));
+  if (readied == Gate::Readied::stopped) {
     log::info("service validated; scaled to zero until the first request")
         .kv("event", "service.validated").kv("service", s.config.name);
-    drain_instance(s, inst);
-  } else if (*idle) {
+    drained(s, inst, Gate::Drained::stopped);
+  } else if (readied == Gate::Readied::idle) {
     post_freeze(s, inst);
   }
-  if (s.phase == Phase::validating) promote(s);
+  if (s.phase == Phase::validating) events_.validated(s);
 }
 
-void Fleet::start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason) {
+void InstanceSupervisor::start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason) {
   if (s.gate->state(*inst) == InstanceState::stopped) return;
   if (s.phase == Phase::validating) {
-    // A new revision that cannot start never gets traffic: the serving one stays, nothing is retried.
-    s.phase = Phase::failed;
-    s.reason = reason;
-    stop_instance(s, inst);
-    auto line = log::error("revision " + s.revision + " failed: " + reason);
-    line.kv("event", "revision.failed").kv("service", s.config.name).kv("revision", s.revision).kv("reason", reason);
-    for (const auto& other : services_)  // control thread: the list is ours
-      if (other.get() != &s && other->config.name == s.config.name && other->phase == Phase::serving)
-        line.kv("serving", other->revision);
+    stop(s, inst);
+    events_.failed(s, reason);
     return;
   }
-  ++s.failures;
-  auto backoff = std::chrono::seconds(std::min(60, 1 << std::min(s.failures, 6)));
+  ++s.supervised.failures;
+  auto backoff = std::chrono::seconds(std::min(60, 1 << std::min(s.supervised.failures, 6)));
   log::error("instance failed to start").kv("event", "instance.failed").kv("service", s.config.name)
       .kv("instance", inst->id).kv("reason", reason).kv("retry_after_s", static_cast<std::int64_t>(backoff.count()));
   // Requests are refused with the reason until the retry is due, unless another instance serves meanwhile.
-  if (s.gate->start_failed(*inst, reason, clock_now() + backoff)) {
+  if (s.gate->start_failed(*inst, reason, now() + backoff)) {
     instances_changed();
-    end_instance(s, inst);
+    end(s, inst);
   }
 }
 
-void Fleet::drain_instance(Revision& s, const std::shared_ptr<Instance>& inst) { drained(s, inst, s.gate->drain(*inst)); }
+void InstanceSupervisor::drain(Revision& s, const std::shared_ptr<Instance>& inst) { drained(s, inst, s.gate->drain(*inst)); }
 
-void Fleet::drained(Revision& s, const std::shared_ptr<Instance>& inst, Gate::Drained how) {
+void InstanceSupervisor::drained(Revision& s, const std::shared_ptr<Instance>& inst, Gate::Drained how) {
   if (how == Gate::Drained::no) return;
   instances_changed();
   log::info("instance draining").kv("event", "instance.draining").kv("service", s.config.name).kv("instance", inst->id);
-  if (how == Gate::Drained::stopped) end_instance(s, inst);
+  if (how == Gate::Drained::stopped) end(s, inst);
 }
 
-void Fleet::call_off_starts(Revision& s) {
-  if (stopping_ || s.phase != Phase::serving || s.scaler->desired() > 0) return;
+void InstanceSupervisor::call_off_starts(Revision& s) {
+  if (stopping_ || s.phase != Phase::serving || s.supervised.desired > 0) return;
   for (const auto& i : s.gate->call_off_starts()) {
     log::info("instance start called off: the requests it was for went away").kv("event", "instance.called_off")
         .kv("service", s.config.name).kv("instance", i->id);
     instances_changed();
-    end_instance(s, i);
+    end(s, i);
   }
 }
 
-void Fleet::stop_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
-  if (s.gate->stop(*inst)) end_instance(s, inst);
+void InstanceSupervisor::stop(Revision& s, const std::shared_ptr<Instance>& inst) {
+  if (s.gate->stop(*inst)) end(s, inst);
 }
 
-void Fleet::end_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
+void InstanceSupervisor::end(Revision& s, const std::shared_ptr<Instance>& inst) {
   instances_changed();
   Revision* sp = &s;
   auto grace = s.config.grace;
@@ -338,7 +398,7 @@ void Fleet::end_instance(Revision& s, const std::shared_ptr<Instance>& inst) {
   });
 }
 
-void Fleet::instances_changed() {
+void InstanceSupervisor::instances_changed() {
   if (!instances_changed_ || change_posted_.exchange(true)) return;
   asio::post(control_, [this] {
     change_posted_ = false;
@@ -346,20 +406,20 @@ void Fleet::instances_changed() {
   });
 }
 
-void Fleet::post_thaw(const std::string& id) {
+void InstanceSupervisor::post_thaw(const std::string& id) {
   asio::post(throttler_, [this, id] {
     if (auto ok = runtime_.thaw(id); !ok) log::warn("thaw failed").kv("instance", id).kv("error", ok.error());
   });
 }
 
-void Fleet::post_freeze(Revision& s, const std::shared_ptr<Instance>& inst) {
+void InstanceSupervisor::post_freeze(Revision& s, const std::shared_ptr<Instance>& inst) {
   asio::post(control_, [this, &s, inst] { freeze_if_idle(s, inst); });
 }
 
-void Fleet::freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst) {
+void InstanceSupervisor::freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst) {
   // Posted under the gate's lock: a request that thaws it posts its thaw after this, and the throttler
   // runs them in that order.
-  s.gate->freeze_if_idle(*inst, clock_now(), [&] {
+  s.gate->freeze_if_idle(*inst, now(), [&] {
     asio::post(throttler_, [this, &s, inst] {
       if (auto ok = runtime_.freeze(inst->id); !ok) {
         log::warn("freeze failed").kv("instance", inst->id).kv("error", ok.error());
@@ -369,7 +429,7 @@ void Fleet::freeze_if_idle(Revision& s, const std::shared_ptr<Instance>& inst) {
   });
 }
 
-void Fleet::handle_exit(const runtime::InstanceStatus& st) {
+void InstanceSupervisor::handle_exit(const runtime::InstanceStatus& st) {
   auto [s, inst] = find(st.id);
   if (!inst) return;
   std::deque<std::string> last_output;
@@ -385,34 +445,56 @@ void Fleet::handle_exit(const runtime::InstanceStatus& st) {
     start_failed(*s, inst, what + " before listening on PORT " + std::to_string(inst->port));
     return;
   }
-  ++s->crashes;
+  ++s->supervised.crashes;
   std::size_t in_flight = 0;
   for (const auto& i : s->gate->view().instances)
     if (i.id == inst->id) in_flight = i.in_flight;
   log::error("instance crashed").kv("event", "instance.crashed").kv("service", s->config.name)
       .kv("instance", inst->id).kv("reason", what).kv("in_flight", static_cast<std::uint64_t>(in_flight));
   // Its exchanges fail on their own (the connection breaks); the lease still releases it.
-  stop_instance(*s, inst);
+  stop(*s, inst);
   // A replacement: at once after a long life, after a growing back-off when it keeps crashing early.
   Clock::duration delay = 0s;
-  if (clock_now() - inst->ready_at < 10s) {
-    ++s->crash_streak;
-    delay = std::chrono::seconds(std::min(30, 1 << std::min(s->crash_streak, 5)));
+  if (now() - inst->ready_at < 10s) {
+    ++s->supervised.crash_streak;
+    delay = std::chrono::seconds(std::min(30, 1 << std::min(s->supervised.crash_streak, 5)));
   } else {
-    s->crash_streak = 0;
+    s->supervised.crash_streak = 0;
   }
   replace_later(*s, delay);
 }
 
-void Fleet::replace_later(Revision& s, Clock::duration delay) {
+void InstanceSupervisor::replace_later(Revision& s, Clock::duration delay) {
   auto timer = std::make_shared<asio::steady_timer>(control_, delay);
   timer->async_wait([this, &s, timer](error_code ec) {
     if (ec || s.phase != Phase::serving) return;
-    auto want = static_cast<std::size_t>(std::max(s.scaler->desired(), s.config.scaling.min_scale));
+    auto wanted = static_cast<std::size_t>(std::max(s.supervised.desired, s.config.scaling.min_scale));
     const auto v = s.gate->view();
-    if (v.queued != 0) want = std::max<std::size_t>(want, 1);
-    if (v.active < want) start_instance(s, false);
+    if (v.queued != 0) wanted = std::max<std::size_t>(wanted, 1);
+    if (v.active < wanted) start(s, false);
   });
+}
+
+void InstanceSupervisor::scale(Revision& s, std::int32_t desired) {
+  s.supervised.desired = desired;
+  if (stopping_) return;
+  auto want = static_cast<std::size_t>(std::max(desired, 0));
+  const auto v = s.gate->view();
+  // Requests are waiting for an instance that is not coming: the decision lags, the buffer does not.
+  if (v.queued != 0) want = std::max<std::size_t>(want, 1);
+  auto have = v.active;
+  if (have < want) {
+    if (!v.failed_reason.empty() && now() < v.retry_at) return;
+    for (; have < want; ++have) start(s, false);
+    return;
+  }
+  // Scale down ready instances only (a starting one is about to serve), idle and frozen ones first.
+  if (have == want) return;
+  for (const auto& [inst, how] : s.gate->drain_idlest(have - want)) drained(s, inst, how);
+}
+
+void InstanceSupervisor::refreeze(Revision& s, Clock::time_point t) {
+  for (auto& i : s.gate->prewarm_expired(t)) freeze_if_idle(s, i);
 }
 
 }  // namespace sluice::app::gateway
