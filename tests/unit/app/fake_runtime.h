@@ -70,17 +70,13 @@ class FakeRuntime final : public runtime::RuntimeService {
     auto it = instances_.find(id);
     if (it == instances_.end()) return runtime::Outcome::failure("no instance " + id);
     it->second.running = true;
-    if (listen_) {
-      namespace asio = boost::asio;
-      auto& acceptor = it->second.acceptor;
-      acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_);
-      asio::ip::tcp::endpoint at(asio::ip::address_v4::loopback(), it->second.port);
-      acceptor->open(at.protocol());
-      acceptor->set_option(asio::socket_base::reuse_address(true));
-      acceptor->bind(at);
-      acceptor->listen();  // the kernel completes connects; nobody needs to accept them
-    }
+    if (listen_) listen(it->second);
     return {};
+  }
+  // A started instance that did not listen (listen_on_start(false)) begins to.
+  void listen_now(const std::string& id) {
+    std::lock_guard lock(mu_);
+    if (auto it = instances_.find(id); it != instances_.end() && it->second.running) listen(it->second);
   }
   runtime::Outcome stop(const std::string& id, std::optional<std::chrono::milliseconds>) override {
     std::lock_guard lock(mu_);
@@ -133,6 +129,15 @@ class FakeRuntime final : public runtime::RuntimeService {
     std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor;
   };
   void record(std::string what) { calls_.push_back(Call{std::move(what), std::this_thread::get_id()}); }
+  void listen(Fake& f) {
+    namespace asio = boost::asio;
+    f.acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_);
+    asio::ip::tcp::endpoint at(asio::ip::address_v4::loopback(), f.port);
+    f.acceptor->open(at.protocol());
+    f.acceptor->set_option(asio::socket_base::reuse_address(true));
+    f.acceptor->bind(at);
+    f.acceptor->listen();  // the kernel completes connects; nobody needs to accept them
+  }
 
   runtime::ThrottleChoice throttle_{runtime::ThrottleKind::cgroup2_freeze, {}, "fake"};
   boost::asio::io_context io_;  // owns the listeners; never run

@@ -150,6 +150,85 @@ TEST(FleetLifecycle, AClientGoneAfterTheAutoscalerCountedItsWaitLeavesTheStartTo
   EXPECT_EQ(h.service().at("client_gone_total").to_number<int>(), 1);
 }
 
+// The revision set: a changed config is a new revision, validated (an instance must become ready)
+// before it takes traffic from the serving one, which then drains.
+std::string revision_of(const boost::json::object& service, const std::string& name, const char* field) {
+  for (const auto& r : service.at("revisions").as_array())
+    if (r.at("name").as_string() == name) return boost::json::serialize(r.at(field));
+  return "absent";
+}
+
+TEST(FleetRevisions, AChangedConfigIsARevisionThatTakesTheTrafficOnceAnInstanceIsReady) {
+  auto sc = app_service();
+  sc.scaling.min_scale = 1;
+  sc.fingerprint = "v1";
+  Harness h(sc);
+  h.fleet->start();
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-1") == 1; }));
+  h.runtime.listen_on_start(false);  // the new revision's instance does not listen yet
+  auto next = h.config;
+  next.services[0].fingerprint = "v2";
+  h.fleet->apply(next);
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-2") == 1; }));
+  EXPECT_EQ(revision_of(h.service(), "app-00002", "phase"), "\"validating\"");
+  EXPECT_EQ(revision_of(h.service(), "app-00001", "traffic_percent"), "100");
+  // Requests still go to the serving revision meanwhile.
+  auto r = h.request();
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  ASSERT_NE(lease(r), nullptr);
+  EXPECT_EQ(lease(r)->endpoint.port(), h.runtime.port_of("app-1"));
+  r->reset();
+  // The new instance listens: the revision serves, the old one drains and stops.
+  h.runtime.listen_on_start(true);
+  h.runtime.listen_now("app-2");
+  ASSERT_TRUE(h.run_until([&] { return revision_of(h.service(), "app-00002", "phase") == "\"serving\""; }));
+  EXPECT_EQ(revision_of(h.service(), "app-00002", "traffic_percent"), "100");
+  EXPECT_EQ(h.service().at("revision").as_string(), "app-00002");
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
+}
+
+TEST(FleetRevisions, ARevisionThatCannotStartFailsAndTheServingOneKeepsServing) {
+  auto sc = app_service();
+  sc.scaling.min_scale = 1;
+  sc.fingerprint = "v1";
+  Harness h(sc);
+  h.fleet->start();
+  ASSERT_TRUE(h.run_until([&] {
+    auto list = h.service().at("instances").as_array();
+    return list.size() == 1 && list.at(0).at("state").as_string() == "ready";
+  }));
+  h.runtime.fail_create("exec fake-app: no such file");
+  auto next = h.config;
+  next.services[0].fingerprint = "v2";
+  h.fleet->apply(next);
+  ASSERT_TRUE(h.run_until([&] { return revision_of(h.service(), "app-00002", "phase") == "\"failed\""; }));
+  EXPECT_EQ(revision_of(h.service(), "app-00002", "reason"), "\"exec fake-app: no such file\"");
+  EXPECT_EQ(h.service().at("revision").as_string(), "app-00001");
+  auto r = h.request();
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  ASSERT_NE(lease(r), nullptr);
+  EXPECT_EQ(lease(r)->endpoint.port(), h.runtime.port_of("app-1"));
+  EXPECT_EQ(h.runtime.count("stop app-1"), 0u);
+}
+
+TEST(FleetRevisions, ARemovedServiceRefusesWhatWaitsAndDrains) {
+  auto sc = app_service();
+  sc.scaling.min_scale = 1;
+  Harness h(sc);
+  h.fleet->start();
+  h.runtime.listen_on_start(false);
+  auto waiting = h.request();  // the instance never listens: the request waits
+  ASSERT_TRUE(h.run_until([&] { return h.service().at("queued").to_number<int>() == 1; }));
+  auto next = h.config;
+  next.services.clear();
+  h.fleet->apply(next);
+  ASSERT_TRUE(h.run_until([&] { return waiting->has_value(); }));
+  ASSERT_NE(refusal(waiting), nullptr);
+  EXPECT_EQ(refusal(waiting)->status, 503u);
+  EXPECT_EQ(refusal(waiting)->reason, "service app was removed from the config");
+  ASSERT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
+}
+
 TEST(FleetScaling, ConcurrencyScalesUpAndIdlenessScalesToZeroOnTheInjectedClock) {
   auto sc = app_service();
   sc.scaling.target = 1;  // one request in flight per instance
