@@ -57,7 +57,7 @@ Connection::Connection(WorkerContext& worker, Downstream socket, std::string_vie
 Connection::~Connection() { worker_.connections.erase(this); }
 
 void Connection::close_when_idle() {
-  if (!awaiting_request_) return;  // the exchange in progress ends the connection
+  if (phase_ != Phase::awaiting_head) return;  // the exchange in progress ends the connection
   close_idle_at_ = phase_start_ + worker_.config.timeouts.drain_idle_close;
   if (close_idle_at_ <= Clock::now() && down_buffer_.size() == 0) {
     error_code ec;
@@ -68,7 +68,7 @@ void Connection::close_when_idle() {
 }
 
 Clock::time_point Connection::next_deadline() const {
-  if (!awaiting_request_ || header_expired_) return Clock::time_point::max();
+  if (phase_ != Phase::awaiting_head) return Clock::time_point::max();
   auto d = close_idle_at_;
   const auto limit = worker_.config.timeouts.client_header;
   if (limit.count() > 0) d = std::min(d, phase_start_ + limit);
@@ -76,7 +76,7 @@ Clock::time_point Connection::next_deadline() const {
 }
 
 void Connection::on_deadline() {
-  header_expired_ = true;
+  phase_ = Phase::head_timed_out;
   error_code ec;
   down_.cancel(ec);
 }
@@ -95,8 +95,7 @@ asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std
 asio::awaitable<std::optional<h2::Handover>> Connection::run() {
   const auto& limits = worker_.config.limits;
   while (true) {
-    awaiting_request_ = true;
-    header_expired_ = false;
+    phase_ = Phase::awaiting_head;
     phase_start_ = Clock::now();
     watchdog_.rearm();
     // Shutting down: a keep-alive client may already be sending its next request; wait a while for it.
@@ -115,7 +114,7 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
     const HeadRules rules{.request = true, .max_head_bytes = limits.max_header_bytes,
                           .max_target_bytes = limits.max_target_bytes};
     auto ec = co_await read_strict_head(down_, down_buffer_, parser, rules);
-    awaiting_request_ = false;
+    phase_ = Phase::exchange;
     record.start = Clock::now();
     if (ec) {
       // A client that leaves (or idles out) between requests gets no answer; a malformed or
@@ -139,7 +138,7 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
     }
     if (!co_await exchange()) break;
   }
-  awaiting_request_ = false;
+  phase_ = Phase::closing;
   if (upgrade_) {
     std::string rest(static_cast<const char*>(down_buffer_.data().data()), down_buffer_.size());
     co_return h2::Handover{.socket = std::move(down_), .initial_bytes = std::move(rest), .upgrade = std::move(upgrade_)};
@@ -168,9 +167,11 @@ asio::awaitable<bool> Connection::exchange() {
                         : body_framing_ == Framing::length ? BodyKind::length
                                                            : BodyKind::none,
                 .content_length = to_std(parser.content_length())};
-  expect_continue_ = body_framing_ != Framing::none && iequals(field_value(req, http::field::expect), "100-continue");
-  body_done_ = body_framing_ == Framing::none;
-  stopped_ = head_pending_ = response_done_ = response_keep_ = aborted_ = tunnelled_ = false;
+  body_ = body_framing_ == Framing::none                                         ? RequestBody::complete
+          : iequals(field_value(req, http::field::expect), "100-continue") ? RequestBody::continue_owed
+                                                                             : RequestBody::reading;
+  response_ = Response::not_started;
+  response_keep_ = false;
   no_watch_ = !field_value(req, http::field::upgrade).empty();
   io_cancelled_ = false;
   record.protocol = "HTTP/1.1";
@@ -183,9 +184,9 @@ asio::awaitable<bool> Connection::exchange() {
   if (!field_value(req, http::field::upgrade).empty() && !down_.is_tls()) {  // h2c is for cleartext only (RFC 9113 §3.1)
     if (co_await upgrade_to_h2c()) co_return false;
   }
-  if (body_done_) watch_client();
+  if (body_ == RequestBody::complete) watch_client();
   co_await forward(worker_, *this);
-  co_return response_done_ && response_keep_ && !aborted_ && !stopped_ && body_done_ && !tunnelled_;
+  co_return response_ == Response::complete && response_keep_ && body_ == RequestBody::complete;
 }
 
 asio::awaitable<void> Connection::respond_locally(unsigned status, std::string_view body) {
@@ -260,8 +261,8 @@ asio::awaitable<error_code> Connection::end_watch() {
 }
 
 void Connection::body_complete() {
-  if (body_done_) return;
-  body_done_ = true;
+  if (body_ == RequestBody::complete || body_ == RequestBody::abandoned) return;
+  body_ = RequestBody::complete;
   watch_client();
 }
 

@@ -47,7 +47,7 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   asio::awaitable<error_code> end_body(const FieldList& trailers) override;
   tcp::socket* raw_body_out() override;
   asio::awaitable<void> send_local(const LocalAnswer& answer) override;
-  void abort() override { aborted_ = true; }
+  void abort() override { response_ = Response::aborted; }
   asio::awaitable<void> tunnel(tcp::socket& app, beast::flat_buffer& app_read,
                                Clock::time_point& last_activity) override;
   bool is_flushed() const override { return true; }  // every write completes before it returns
@@ -82,6 +82,11 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   ScratchBuffer scratch_down_, scratch_up_;  // chunked decoding and tunnels, allocated on first use
   std::string head_;                         // the response head being written, reused across exchanges
 
+  // Where the connection is: waiting for a request head (until the header or keep-alive deadline, which
+  // then cancels the read), or serving an exchange (its deadlines are the forwarder's), or done.
+  enum class Phase { awaiting_head, head_timed_out, exchange, closing };
+  Phase phase_ = Phase::awaiting_head;
+
   // The exchange in progress.
   std::optional<RequestParser> parser_;
   BodyInfo body_info_;
@@ -89,20 +94,24 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   std::uint64_t body_remaining_ = 0;  // Framing::length
   std::size_t header_fields_ = 0;     // fields after these in the parser's list are trailers
   bool keep_alive_ = false;           // the client allows another request after this one
-  bool expect_continue_ = false;
-  bool body_done_ = false;
-  bool stopped_ = false;         // the forwarder stopped reading the body: the framing is out of step
-  bool head_pending_ = false;    // head_ waits to leave with the first body bytes
+  // The request body: `100 Continue` owed before its first read, being read, all read, or left unread
+  // because the forwarder stopped reading it (the framing is then out of step: the connection ends).
+  enum class RequestBody { continue_owed, reading, complete, abandoned };
+  RequestBody body_ = RequestBody::complete;
+  // The response: not begun; its head held back to leave with the first body bytes; being written;
+  // complete; aborted by the forwarder; or replaced by a tunnel (an upgrade). Only `complete` lets the
+  // connection carry another request, and only when `response_keep_`.
+  enum class Response { not_started, head_held, writing, complete, aborted, tunnelled };
+  Response response_ = Response::not_started;
+  // The response moves on, unless the forwarder aborted it: that is final.
+  void advance(Response next) {
+    if (response_ != Response::aborted) response_ = next;
+  }
   Framing out_framing_ = Framing::none;
-  bool response_done_ = false;
   bool response_keep_ = false;   // the response said the connection stays open
-  bool aborted_ = false;
-  bool tunnelled_ = false;
-  bool no_watch_ = false;
-  bool io_cancelled_ = false;    // a deadline passed or the client left: no more I/O for this exchange        // an upgrade request: the tunnel reads the socket
+  bool no_watch_ = false;        // an upgrade request: the tunnel reads the socket
+  bool io_cancelled_ = false;    // a deadline passed or the client left: no more I/O for this exchange
 
-  bool awaiting_request_ = true;
-  bool header_expired_ = false;
   bool watching_ = false;
   error_code watch_result_;
   Notifier watch_done_;

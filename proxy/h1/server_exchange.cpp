@@ -27,9 +27,9 @@ asio::awaitable<error_code> Connection::write_buffers(const ConstBuffers& buffer
 }
 
 asio::awaitable<BodyRead> Connection::read_body() {
-  if (stopped_ || io_cancelled_) co_return BodyRead{asio::error::operation_aborted, {}};
-  if (expect_continue_) {
-    expect_continue_ = false;
+  if (body_ == RequestBody::abandoned || io_cancelled_) co_return BodyRead{asio::error::operation_aborted, {}};
+  if (body_ == RequestBody::continue_owed) {
+    body_ = RequestBody::reading;
     static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
     if (auto ec = co_await write_all(k100)) co_return BodyRead{ec, {}};
   }
@@ -73,13 +73,14 @@ void Connection::consume_body(std::size_t n) {
 }
 
 std::optional<asio::const_buffer> Connection::body_in_hand() {
-  if (body_framing_ != Framing::length || expect_continue_ || down_buffer_.size() < body_remaining_) return std::nullopt;
+  if (body_framing_ != Framing::length || body_ == RequestBody::continue_owed || down_buffer_.size() < body_remaining_)
+    return std::nullopt;
   return asio::buffer(down_buffer_.data().data(), static_cast<std::size_t>(body_remaining_));
 }
 
 RawBody Connection::raw_body_in() {
   if (down_.is_tls() || body_framing_ != Framing::length || body_remaining_ == 0 || down_buffer_.size() > 0 ||
-      expect_continue_ || stopped_ || io_cancelled_)
+      body_ == RequestBody::continue_owed || body_ == RequestBody::abandoned || io_cancelled_)
     return {};
   return {.socket = &down_.socket(), .remaining = body_remaining_};
 }
@@ -90,7 +91,7 @@ void Connection::raw_body_taken(std::size_t n) {
 }
 
 tcp::socket* Connection::raw_body_out() {
-  if (down_.is_tls() || out_framing_ != Framing::length || head_pending_ || io_cancelled_) return nullptr;
+  if (down_.is_tls() || out_framing_ != Framing::length || response_ == Response::head_held || io_cancelled_) return nullptr;
   return &down_.socket();
 }
 
@@ -124,9 +125,10 @@ asio::awaitable<error_code> Connection::send_head(const http::response_header<>&
   head_.clear();
   format_downstream_response(head_, head, out_framing_, body.content_length, response_keep_, upgrade, version);
   if (more_soon && out_framing_ != Framing::none) {
-    head_pending_ = true;  // leaves with the first body bytes, in one write
+    advance(Response::head_held);  // leaves with the first body bytes, in one write
     co_return error_code{};
   }
+  advance(Response::writing);
   co_return co_await write_all(head_);
 }
 
@@ -135,7 +137,7 @@ asio::awaitable<error_code> Connection::write_body(asio::const_buffer data) {
   char chunk_size[24];
   std::array<asio::const_buffer, 4> bufs;
   std::size_t n = 0;
-  if (head_pending_) bufs[n++] = asio::buffer(head_);
+  if (response_ == Response::head_held) bufs[n++] = asio::buffer(head_);
   if (out_framing_ == Framing::chunked) {
     int len = std::snprintf(chunk_size, sizeof chunk_size, "%zx\r\n", data.size());
     bufs[n++] = asio::buffer(chunk_size, static_cast<std::size_t>(len));
@@ -144,14 +146,14 @@ asio::awaitable<error_code> Connection::write_body(asio::const_buffer data) {
   } else {
     bufs[n++] = data;
   }
-  head_pending_ = false;
+  advance(Response::writing);
   co_return co_await write_buffers(std::span<const asio::const_buffer>(bufs.data(), n));
 }
 
 asio::awaitable<error_code> Connection::end_body(const FieldList& trailers) {
   error_code ec;
   if (out_framing_ == Framing::chunked) {
-    std::string tail = head_pending_ ? std::move(head_) : std::string();
+    std::string tail = response_ == Response::head_held ? std::move(head_) : std::string();
     tail += "0\r\n";
     for (const auto& [name, value] : trailers) {
       tail += name;
@@ -161,11 +163,10 @@ asio::awaitable<error_code> Connection::end_body(const FieldList& trailers) {
     }
     tail += "\r\n";
     ec = co_await write_all(tail);
-  } else if (head_pending_) {
+  } else if (response_ == Response::head_held) {
     ec = co_await write_all(head_);
   }
-  head_pending_ = false;
-  if (!ec) response_done_ = true;
+  advance(ec ? Response::writing : Response::complete);
   co_return ec;
 }
 
@@ -180,15 +181,16 @@ asio::awaitable<void> Connection::send_local(const LocalAnswer& a) {
     extras.extra_value = retry_after;
   }
   // A local answer leaves an unread request body behind: the connection cannot carry another request.
-  response_keep_ = keep_alive_ && !a.close && body_done_;
+  response_keep_ = keep_alive_ && !a.close && body_ == RequestBody::complete;
   linger_ = !response_keep_;
   head_.clear();
   format_local_response(head_, a.status, a.body, response_keep_, record.request_id, extras);
-  if (!co_await write_all(head_)) response_done_ = true;
+  const auto ec = co_await write_all(head_);
+  advance(ec ? Response::writing : Response::complete);
 }
 
 asio::awaitable<void> Connection::tunnel(tcp::socket& app, beast::flat_buffer& app_read, Clock::time_point& last_activity) {
-  tunnelled_ = true;
+  advance(Response::tunnelled);
   co_await relay_tunnel(down_, down_buffer_, scratch_down_, app, app_read, scratch_up_, last_activity);
 }
 
@@ -199,8 +201,8 @@ void Connection::cancel_io() {
 }
 
 void Connection::stop_reading() {
-  if (body_done_ || stopped_) return;
-  stopped_ = true;
+  if (body_ == RequestBody::complete || body_ == RequestBody::abandoned) return;
+  body_ = RequestBody::abandoned;
   error_code ec;
   down_.cancel(ec);
 }

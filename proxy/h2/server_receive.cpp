@@ -86,12 +86,12 @@ int Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* f, void* p) {
   if (!s) return 0;
   bool end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
-    s->request_done = end;
+    s->request_state = end ? Stream::RequestBody::received : Stream::RequestBody::receiving;
     self.launch(*s);
     return 0;
   }
   if ((f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS) && end) {
-    s->request_done = true;
+    if (s->request_state == Stream::RequestBody::receiving) s->request_state = Stream::RequestBody::received;
     s->wake.notify();
   }
   return 0;
@@ -101,7 +101,7 @@ int Session::on_data_chunk(nghttp2_session* ng, uint8_t, int32_t id, const uint8
                            void* p) {
   auto& self = self_of(p);
   auto* s = self.find(id);
-  if (!s || s->reset || s->stopped) {
+  if (!s || s->reset || s->request_state == Stream::RequestBody::unwanted) {
     nghttp2_session_consume(ng, id, len);  // nobody will take it: keep the connection window open
     return 0;
   }

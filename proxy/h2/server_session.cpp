@@ -157,7 +157,7 @@ void Session::launch(Stream& s) {
       auto [ptr, err] = std::from_chars(cl.data(), cl.data() + cl.size(), v);
       if (err == std::errc() && ptr == cl.data() + cl.size()) content_length = v;  // nghttp2 validated it
     }
-    const bool no_body = s.request_done && s.request_body_.size() == 0;
+    const bool no_body = s.request_state == Stream::RequestBody::received && s.request_body_.size() == 0;
     s.body_info = {.kind = no_body ? BodyKind::none : content_length ? BodyKind::length : BodyKind::unknown,
                    .content_length = content_length};
   }
@@ -220,7 +220,7 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
     upgraded->req = std::move(upgrade->request);
     upgraded->req.version(11);
     upgraded->has_method = upgraded->has_path = true;
-    upgraded->request_done = true;
+    upgraded->request_state = Stream::RequestBody::received;
     if (!upgrade->body.empty())
       upgraded->request_body_.commit(asio::buffer_copy(upgraded->request_body_.prepare(upgrade->body.size()),
                                                        asio::buffer(upgrade->body)));

@@ -26,9 +26,8 @@ bool Stream::is_tls() const { return session.is_tls(); }
 
 asio::awaitable<BodyRead> Stream::read_body() {
   if (request_sending_.size() == 0) {
-    while (request_body_.size() == 0 && !request_done && !reset && !cancelled && !stopped)
-      co_await wake.wait();
-    if (reset || cancelled || stopped) co_return BodyRead{asio::error::operation_aborted, {}};
+    while (request_body_.size() == 0 && request_state == RequestBody::receiving && !reset && !cancelled) co_await wake.wait();
+    if (reset || cancelled || request_state == RequestBody::unwanted) co_return BodyRead{asio::error::operation_aborted, {}};
     if (request_body_.size() == 0) co_return BodyRead{};  // END_STREAM: complete
     // The forwarder reads from a buffer the callbacks do not touch: DATA frames keep arriving meanwhile.
     std::swap(request_body_, request_sending_);
@@ -42,7 +41,7 @@ void Stream::consume_body(std::size_t n) {
 }
 
 std::optional<asio::const_buffer> Stream::body_in_hand() {
-  if (!request_done || request_sending_.size() != 0) return std::nullopt;
+  if (request_state != RequestBody::received || request_sending_.size() != 0) return std::nullopt;
   std::swap(request_body_, request_sending_);
   return request_sending_.data();
 }

@@ -54,7 +54,7 @@ class Stream final : public ServerExchange {
   }
   bool answers_mid_body() const override { return false; }
   void stop_reading() override {
-    stopped = true;
+    request_state = RequestBody::unwanted;
     wake.notify();
   }
 
@@ -63,8 +63,12 @@ class Stream final : public ServerExchange {
   void close(bool early);
 
   // Where the stream is: receiving the request (headers, then body), both directions open, the
-  // response complete on our side, or closed by nghttp2.
+  // response complete on our side, or closed by nghttp2. `reset` and `cancelled` below are the two ways
+  // it ends before the exchange does.
   enum class State { open, responded, closed };
+  // The request body: still arriving, all here (END_STREAM), or no longer wanted by the forwarder
+  // (what still arrives is dropped, its window given back).
+  enum class RequestBody { receiving, received, unwanted };
 
   Session& session;
   std::int32_t id;
@@ -79,10 +83,9 @@ class Stream final : public ServerExchange {
   std::size_t header_bytes = 0;
   std::size_t trailer_bytes = 0;
   bool too_large = false;     // the header list passed max_header_bytes: the rest is ignored, 431
-  bool request_done = false;  // END_STREAM received
+  RequestBody request_state = RequestBody::receiving;  // the request body
   bool reset = false;         // closed before the exchange ended (RST_STREAM, GOAWAY, connection gone)
   bool cancelled = false;     // a deadline passed: waits end with an error
-  bool stopped = false;       // the forwarder wants no more request body
 
   beast::flat_buffer request_body_;     // received from the client, not yet read by the forwarder
   beast::flat_buffer request_sending_;  // read by the forwarder (request_body_ keeps filling meanwhile)
