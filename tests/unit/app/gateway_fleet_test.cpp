@@ -16,6 +16,7 @@
 
 #include "app/gateway/fleet.h"
 #include "tests/unit/app/fake_runtime.h"
+#include "tests/unit/app/gateway_test_support.h"
 
 namespace sluice::app::gateway {
 namespace {
@@ -23,14 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 using Result = std::variant<proxy::InstanceLease, proxy::InstanceRefusal>;
 
-class FakeClock {
- public:
-  Clock::time_point now() const { return Clock::time_point(Clock::duration(t_.load())); }
-  void advance(Clock::duration d) { t_ += d.count(); }
-
- private:
-  std::atomic<Clock::rep> t_{Clock::now().time_since_epoch().count()};
-};
+using support::FakeClock;
 
 ServiceConfig app_service() {
   ServiceConfig sc;
@@ -63,14 +57,7 @@ struct Harness {
   }
 
   // Runs the fleet's control thread (this one) until `done`, for 10 s at most.
-  bool run_until(const std::function<bool()>& done) {
-    const auto give_up = std::chrono::steady_clock::now() + 10s;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > give_up) return false;
-      io.run_one_for(10ms);
-    }
-    return true;
-  }
+  bool run_until(const std::function<bool()>& done) { return support::run_until(io, done); }
 
   boost::json::object service() const {
     return fleet->status().at("services").as_array().at(0).as_object();
@@ -84,12 +71,8 @@ struct Harness {
   std::unique_ptr<Fleet> fleet;
 };
 
-const proxy::InstanceRefusal* refusal(const std::shared_ptr<std::optional<Result>>& slot) {
-  return *slot ? std::get_if<proxy::InstanceRefusal>(&**slot) : nullptr;
-}
-proxy::InstanceLease* lease(const std::shared_ptr<std::optional<Result>>& slot) {
-  return *slot ? std::get_if<proxy::InstanceLease>(&**slot) : nullptr;
-}
+using support::lease_in;
+using support::refusal_in;
 
 // A buffered request whose client goes leaves at once with 499. Unseen by any stat yet, it is taken
 // back from the autoscaler's view, and the start it alone caused is called off: the instance never
@@ -104,7 +87,7 @@ TEST(FleetLifecycle, AClientGoneWhileBufferedLeavesWith499AndTheStartItAloneCaus
   h.clock.advance(300ms);
   asio::post(h.io, [&] { abandon.abandon(); });  // on the waiter's executor, as the exchange does
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  auto* no = refusal(r);
+  auto* no = refusal_in(r);
   ASSERT_NE(no, nullptr);
   EXPECT_EQ(no->status, 499u);
   EXPECT_EQ(h.service().at("queued").to_number<int>(), 0);
@@ -137,8 +120,8 @@ TEST(FleetLifecycle, AClientGoneAfterTheAutoscalerCountedItsWaitLeavesTheStartTo
   EXPECT_EQ(h.service().at("desired").to_number<int>(), 1);
   asio::post(h.io, [&] { abandon.abandon(); });
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  ASSERT_NE(refusal(r), nullptr);
-  EXPECT_EQ(refusal(r)->status, 499u);
+  ASSERT_NE(refusal_in(r), nullptr);
+  EXPECT_EQ(refusal_in(r)->status, 499u);
   // The call-off check was posted to the control thread (this io_context) as the request left; a marker
   // posted now runs after it.
   bool marker = false;
@@ -175,8 +158,8 @@ TEST(FleetRevisions, AChangedConfigIsARevisionThatTakesTheTrafficOnceAnInstanceI
   // Requests still go to the serving revision meanwhile.
   auto r = h.request();
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  ASSERT_NE(lease(r), nullptr);
-  EXPECT_EQ(lease(r)->endpoint.port(), h.runtime.port_of("app-1"));
+  ASSERT_NE(lease_in(r), nullptr);
+  EXPECT_EQ(lease_in(r)->endpoint.port(), h.runtime.port_of("app-1"));
   r->reset();
   // The new instance listens: the revision serves, the old one drains and stops.
   h.runtime.listen_on_start(true);
@@ -206,8 +189,8 @@ TEST(FleetRevisions, ARevisionThatCannotStartFailsAndTheServingOneKeepsServing) 
   EXPECT_EQ(h.service().at("revision").as_string(), "app-00001");
   auto r = h.request();
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  ASSERT_NE(lease(r), nullptr);
-  EXPECT_EQ(lease(r)->endpoint.port(), h.runtime.port_of("app-1"));
+  ASSERT_NE(lease_in(r), nullptr);
+  EXPECT_EQ(lease_in(r)->endpoint.port(), h.runtime.port_of("app-1"));
   EXPECT_EQ(h.runtime.count("stop app-1"), 0u);
 }
 
@@ -223,9 +206,9 @@ TEST(FleetRevisions, ARemovedServiceRefusesWhatWaitsAndDrains) {
   next.services.clear();
   h.fleet->apply(next);
   ASSERT_TRUE(h.run_until([&] { return waiting->has_value(); }));
-  ASSERT_NE(refusal(waiting), nullptr);
-  EXPECT_EQ(refusal(waiting)->status, 503u);
-  EXPECT_EQ(refusal(waiting)->reason, "service app was removed from the config");
+  ASSERT_NE(refusal_in(waiting), nullptr);
+  EXPECT_EQ(refusal_in(waiting)->status, 503u);
+  EXPECT_EQ(refusal_in(waiting)->reason, "service app was removed from the config");
   ASSERT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
 }
 
@@ -239,7 +222,7 @@ TEST(FleetScaling, ConcurrencyScalesUpAndIdlenessScalesToZeroOnTheInjectedClock)
   ASSERT_TRUE(h.run_until([&] {
     return std::all_of(held.begin(), held.end(), [](const auto& r) { return r->has_value(); });
   }));
-  for (const auto& r : held) ASSERT_NE(lease(r), nullptr);
+  for (const auto& r : held) ASSERT_NE(lease_in(r), nullptr);
   // A second with three requests in flight: the KPA wants three instances.
   h.clock.advance(1s);
   h.fleet->stat_tick();

@@ -12,6 +12,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "app/gateway/gate.h"
+#include "tests/unit/app/gateway_test_support.h"
 
 namespace sluice::app::gateway {
 namespace {
@@ -65,14 +66,7 @@ struct GateHarness {
     io.poll();
     return i;
   }
-  bool run_until(const std::function<bool()>& done) {
-    const auto give_up = std::chrono::steady_clock::now() + 10s;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > give_up) return false;
-      io.run_one_for(10ms);
-    }
-    return true;
-  }
+  bool run_until(const std::function<bool()>& done) { return support::run_until(io, done); }
 
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
@@ -80,11 +74,11 @@ struct GateHarness {
   Gate gate;
 };
 
-proxy::InstanceLease* lease(const GateHarness::Slot& s) { return *s ? std::get_if<proxy::InstanceLease>(&**s) : nullptr; }
-proxy::InstanceRefusal* refusal(const GateHarness::Slot& s) { return *s ? std::get_if<proxy::InstanceRefusal>(&**s) : nullptr; }
+using support::lease_in;
+using support::refusal_in;
 // The exchange ends with `status`: the lease (and its hold) is let go.
 void end(const GateHarness::Slot& s, int status) {
-  static_cast<Gate::Hold*>(lease(s)->hold.get())->ended(status);
+  static_cast<Gate::Hold*>(lease_in(s)->hold.get())->ended(status);
   s->reset();
 }
 
@@ -92,8 +86,8 @@ TEST(Gate, AReadyInstanceTakesARequestAtOnceAndItsEndIsCountedByStatus) {
   GateHarness h(gate_settings());
   h.ready("app-1", 4001);
   auto r = h.request();
-  ASSERT_NE(lease(r), nullptr);
-  EXPECT_EQ(lease(r)->endpoint.port(), 4001);
+  ASSERT_NE(lease_in(r), nullptr);
+  EXPECT_EQ(lease_in(r)->endpoint.port(), 4001);
   EXPECT_EQ(h.gate.view().in_flight, 1u);
   end(r, 204);
   auto v = h.gate.view();
@@ -114,9 +108,9 @@ TEST(Gate, AColdRequestAsksForAnInstanceAndIsHandedTheFirstThatBecomesReady) {
   EXPECT_EQ(h.gate.view().queued, 2u);
   ASSERT_EQ(h.gate.became_ready(inst, Clock::now()), Gate::Readied::busy);  // taken at once
   ASSERT_TRUE(h.run_until([&] { return first->has_value() && second->has_value(); }));
-  ASSERT_NE(lease(first), nullptr);
-  ASSERT_NE(lease(second), nullptr);
-  EXPECT_TRUE(static_cast<Gate::Hold*>(lease(first)->hold.get())->cold());
+  ASSERT_NE(lease_in(first), nullptr);
+  ASSERT_NE(lease_in(second), nullptr);
+  EXPECT_TRUE(static_cast<Gate::Hold*>(lease_in(first)->hold.get())->cold());
   auto v = h.gate.view(/*history=*/true);
   EXPECT_EQ(v.cold_starts, 1u);
   EXPECT_EQ(v.cold_start_log.size(), 1u);
@@ -136,7 +130,7 @@ TEST(Gate, AValidationInstanceNoRequestTookIsStoppedAsItBecomesReady) {
   auto wanted = h.instance("app-2", 4002);
   EXPECT_EQ(h.gate.became_ready(wanted, Clock::now(), true), Gate::Readied::busy);
   ASSERT_TRUE(h.run_until([&] { return waiting->has_value(); }));
-  EXPECT_NE(lease(waiting), nullptr);
+  EXPECT_NE(lease_in(waiting), nullptr);
   EXPECT_EQ(h.gate.state(*wanted), InstanceState::ready);
 }
 
@@ -145,13 +139,13 @@ TEST(Gate, AFullInstanceQueuesTheNextRequestUntilItsSlotIsReleased) {
   h.ready("app-1", 4001);
   auto first = h.request();
   auto second = h.request();
-  ASSERT_NE(lease(first), nullptr);
+  ASSERT_NE(lease_in(first), nullptr);
   EXPECT_FALSE(second->has_value());
   EXPECT_EQ(h.supervision.count("wanted"), 0u);  // an instance is ready: the autoscaler's business
   end(first, 200);
   ASSERT_TRUE(h.run_until([&] { return second->has_value(); }));
-  ASSERT_NE(lease(second), nullptr);
-  EXPECT_FALSE(static_cast<Gate::Hold*>(lease(second)->hold.get())->cold());
+  ASSERT_NE(lease_in(second), nullptr);
+  EXPECT_FALSE(static_cast<Gate::Hold*>(lease_in(second)->hold.get())->cold());
 }
 
 TEST(Gate, ABufferFullIsRefusedAt503AndAWaitPastItsTimeoutAt504) {
@@ -161,13 +155,13 @@ TEST(Gate, ABufferFullIsRefusedAt503AndAWaitPastItsTimeoutAt504) {
   GateHarness h(s);
   auto waiting = h.request();
   auto over = h.request();
-  ASSERT_NE(refusal(over), nullptr);
-  EXPECT_EQ(refusal(over)->status, 503u);
-  EXPECT_NE(refusal(over)->reason.find("cold-start buffer full (1 requests waiting)"), std::string::npos);
+  ASSERT_NE(refusal_in(over), nullptr);
+  EXPECT_EQ(refusal_in(over)->status, 503u);
+  EXPECT_NE(refusal_in(over)->reason.find("cold-start buffer full (1 requests waiting)"), std::string::npos);
   ASSERT_TRUE(h.run_until([&] { return waiting->has_value(); }));
-  ASSERT_NE(refusal(waiting), nullptr);
-  EXPECT_EQ(refusal(waiting)->status, 504u);
-  EXPECT_NE(refusal(waiting)->reason.find("no instance became ready within"), std::string::npos);
+  ASSERT_NE(refusal_in(waiting), nullptr);
+  EXPECT_EQ(refusal_in(waiting)->status, 504u);
+  EXPECT_NE(refusal_in(waiting)->reason.find("no instance became ready within"), std::string::npos);
   EXPECT_EQ(h.gate.view().refused, 2u);
 }
 
@@ -178,16 +172,16 @@ TEST(Gate, AFailedStartRefusesTheWaitingAndNewRequestsWithRetryAfterUntilTheRetr
   ASSERT_TRUE(h.gate.start_failed(*inst, "exec: no such file", Clock::now() + 4s));
   EXPECT_FALSE(h.gate.start_failed(*inst, "again", Clock::now() + 4s));  // stopped already
   ASSERT_TRUE(h.run_until([&] { return waiting->has_value(); }));
-  ASSERT_NE(refusal(waiting), nullptr);
-  EXPECT_EQ(refusal(waiting)->reason, "service app failed to start: exec: no such file");
-  EXPECT_EQ(refusal(waiting)->retry_after_seconds, 4u);
+  ASSERT_NE(refusal_in(waiting), nullptr);
+  EXPECT_EQ(refusal_in(waiting)->reason, "service app failed to start: exec: no such file");
+  EXPECT_EQ(refusal_in(waiting)->retry_after_seconds, 4u);
   auto later = h.request();  // refused at once, without asking for a start
-  ASSERT_NE(refusal(later), nullptr);
-  EXPECT_EQ(refusal(later)->status, 503u);
+  ASSERT_NE(refusal_in(later), nullptr);
+  EXPECT_EQ(refusal_in(later)->status, 503u);
   EXPECT_EQ(h.supervision.count("wanted"), 1u);
   // Another instance serving ends the refusals.
   h.ready("app-2", 4002);
-  EXPECT_NE(lease(h.request()), nullptr);
+  EXPECT_NE(lease_in(h.request()), nullptr);
   EXPECT_TRUE(h.gate.view().failed_reason.empty());
 }
 
@@ -201,7 +195,7 @@ TEST(Gate, AFrozenInstanceIsThawedWhenGrantedAndOfferedForFreezingWhenIdleAgain)
   EXPECT_EQ(froze, 1);
   EXPECT_FALSE(h.gate.freeze_if_idle(*inst, Clock::now(), [&] { ++froze; }));  // frozen already
   auto r = h.request();
-  ASSERT_NE(lease(r), nullptr);
+  ASSERT_NE(lease_in(r), nullptr);
   EXPECT_EQ(h.supervision.asks, std::vector<std::string>{"thaw app-1"});
   EXPECT_FALSE(h.gate.freeze_if_idle(*inst, Clock::now(), [&] { ++froze; }));  // busy
   end(r, 200);
@@ -235,7 +229,7 @@ TEST(Gate, ADrainingInstanceTakesNoRequestAndIsStoppedWhenItsLastExchangeEnds) {
   GateHarness h(gate_settings());
   auto inst = h.ready("app-1", 4001);
   auto r = h.request();
-  ASSERT_NE(lease(r), nullptr);
+  ASSERT_NE(lease_in(r), nullptr);
   EXPECT_EQ(h.gate.drain(*inst), Gate::Drained::draining);
   EXPECT_EQ(h.gate.drain(*inst), Gate::Drained::no);
   auto next = h.request();  // waits: nothing ready, so the supervisor is asked
@@ -255,7 +249,7 @@ TEST(Gate, ScalingDownDrainsTheIdlestReadyInstancesNewestFirst) {
   GateHarness h(gate_settings());
   auto busy = h.ready("app-1", 4001);
   auto r = h.request();
-  ASSERT_NE(lease(r), nullptr);
+  ASSERT_NE(lease_in(r), nullptr);
   const auto t = Clock::now();
   auto old_idle = h.ready("app-2", 4002, t);
   auto new_idle = h.ready("app-3", 4003, t + 1ms);
@@ -287,8 +281,8 @@ TEST(Gate, AWaiterOfAReplacedRevisionMovesToItsSuccessorAndOneOfARemovedOneIsRef
   auto left = removed.request();
   removed.gate.close("service app was removed from the config");
   ASSERT_TRUE(removed.run_until([&] { return left->has_value(); }));
-  ASSERT_NE(refusal(left), nullptr);
-  EXPECT_EQ(refusal(left)->reason, "service app was removed from the config");
+  ASSERT_NE(refusal_in(left), nullptr);
+  EXPECT_EQ(refusal_in(left)->reason, "service app was removed from the config");
 }
 
 TEST(Gate, AClientGoneWhileBufferedLeavesWith499AndTheStartsOnlyItWantedCanBeCalledOff) {
@@ -302,8 +296,8 @@ TEST(Gate, AClientGoneWhileBufferedLeavesWith499AndTheStartsOnlyItWantedCanBeCal
   h.gate.add(validation);
   abandon.abandon();
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  ASSERT_NE(refusal(r), nullptr);
-  EXPECT_EQ(refusal(r)->status, 499u);
+  ASSERT_NE(refusal_in(r), nullptr);
+  EXPECT_EQ(refusal_in(r)->status, 499u);
   EXPECT_EQ(h.supervision.count("unwanted"), 1u);
   auto v = h.gate.view();
   EXPECT_EQ(v.client_gone, 1u);

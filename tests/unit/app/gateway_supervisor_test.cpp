@@ -16,20 +16,12 @@
 
 #include "app/gateway/supervisor.h"
 #include "tests/unit/app/fake_runtime.h"
+#include "tests/unit/app/gateway_test_support.h"
 
 namespace sluice::app::gateway {
 namespace {
 
 using namespace std::chrono_literals;
-
-class SupervisorClock {
- public:
-  Clock::time_point now() const { return Clock::time_point(Clock::duration(t_.load())); }
-  void advance(Clock::duration d) { t_ += d.count(); }
-
- private:
-  std::atomic<Clock::rep> t_{Clock::now().time_since_epoch().count()};
-};
 
 ServiceConfig supervised_service() {
   ServiceConfig sc;
@@ -72,39 +64,27 @@ struct SupervisorHarness final : RevisionEvents {
   }
 
   // Runs the supervisor's control thread (this one) until `done`, for 10 s at most.
-  bool run_until(const std::function<bool()>& done) {
-    const auto give_up = std::chrono::steady_clock::now() + 10s;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > give_up) return false;
-      io.run_one_for(10ms);
-    }
-    return true;
-  }
+  bool run_until(const std::function<bool()>& done) { return support::run_until(io, done); }
   std::size_t ready() const { return revision.gate->view().ready; }
 
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   test::FakeRuntime runtime;
-  SupervisorClock clock;
+  support::FakeClock clock;
   GatewayConfig config;
   Revision revision;
   std::vector<std::string> events;
   std::unique_ptr<InstanceSupervisor> supervisor;
 };
 
-proxy::InstanceLease* leased(const SupervisorHarness::Slot& s) {
-  return *s ? std::get_if<proxy::InstanceLease>(&**s) : nullptr;
-}
-proxy::InstanceRefusal* refused(const SupervisorHarness::Slot& s) {
-  return *s ? std::get_if<proxy::InstanceRefusal>(&**s) : nullptr;
-}
+
 
 TEST(InstanceSupervisor, AColdRequestStartsAnInstanceOffTheWorkerAndGetsItOnceItListens) {
   SupervisorHarness h(supervised_service());
   auto r = h.request();
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  auto* l = leased(r);
-  ASSERT_NE(l, nullptr) << refused(r)->reason;
+  auto* l = support::lease_in(r);
+  ASSERT_NE(l, nullptr) << support::refusal_in(r)->reason;
   EXPECT_EQ(l->endpoint.port(), h.runtime.port_of("app-1"));
   auto calls = h.runtime.calls();
   ASSERT_GE(calls.size(), 2u);
@@ -132,7 +112,7 @@ TEST(InstanceSupervisor, AnInstanceThatNeverListensFailsAtItsStartDeadlineOnTheI
   EXPECT_FALSE(r->has_value());
   h.clock.advance(61s);
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  auto* no = refused(r);
+  auto* no = support::refusal_in(r);
   ASSERT_NE(no, nullptr);
   EXPECT_EQ(no->status, 503u);
   EXPECT_NE(no->reason.find("failed to start: not listening on PORT " + std::to_string(port) + " after 60 s"),
@@ -147,22 +127,22 @@ TEST(InstanceSupervisor, AFailedStartIsRefusedWithRetryAfterUntilTheBackOffPasse
   h.runtime.fail_create("exec fake-app: no such file");
   auto first = h.request();
   ASSERT_TRUE(h.run_until([&] { return first->has_value(); }));
-  ASSERT_NE(refused(first), nullptr);
-  EXPECT_EQ(refused(first)->reason, "service app failed to start: exec fake-app: no such file");
-  EXPECT_EQ(refused(first)->retry_after_seconds, 2u);
+  ASSERT_NE(support::refusal_in(first), nullptr);
+  EXPECT_EQ(support::refusal_in(first)->reason, "service app failed to start: exec fake-app: no such file");
+  EXPECT_EQ(support::refusal_in(first)->retry_after_seconds, 2u);
   // Within the back-off: refused at once, nothing started.
   auto second = h.request();
   ASSERT_TRUE(h.run_until([&] { return second->has_value(); }));
-  ASSERT_NE(refused(second), nullptr);
-  EXPECT_EQ(refused(second)->status, 503u);
+  ASSERT_NE(support::refusal_in(second), nullptr);
+  EXPECT_EQ(support::refusal_in(second)->status, 503u);
   EXPECT_EQ(h.runtime.count("create app-2"), 0u);
   // After it: a new attempt, whose failure doubles the back-off.
   h.clock.advance(3s);
   auto third = h.request();
   ASSERT_TRUE(h.run_until([&] { return third->has_value(); }));
   EXPECT_EQ(h.runtime.count("create app-2"), 1u);
-  ASSERT_NE(refused(third), nullptr);
-  EXPECT_EQ(refused(third)->retry_after_seconds, 4u);
+  ASSERT_NE(support::refusal_in(third), nullptr);
+  EXPECT_EQ(support::refusal_in(third)->retry_after_seconds, 4u);
   EXPECT_EQ(h.revision.supervised.failures, 2);
 }
 
@@ -170,13 +150,13 @@ TEST(InstanceSupervisor, AnIdleInstanceIsFrozenAndTheNextRequestThawsItInThatOrd
   SupervisorHarness h(supervised_service(), /*throttling=*/true);
   auto first = h.request();
   ASSERT_TRUE(h.run_until([&] { return first->has_value(); }));
-  ASSERT_NE(leased(first), nullptr);
+  ASSERT_NE(support::lease_in(first), nullptr);
   EXPECT_EQ(h.runtime.count("freeze app-1"), 0u);  // busy: not frozen
   first->reset();  // the exchange ends
   ASSERT_TRUE(h.run_until([&] { return h.runtime.count("freeze app-1") == 1; }));
   auto second = h.request();
   ASSERT_TRUE(h.run_until([&] { return second->has_value() && h.runtime.count("thaw app-1") == 1; }));
-  ASSERT_NE(leased(second), nullptr);
+  ASSERT_NE(support::lease_in(second), nullptr);
   auto names = h.runtime.names();
   auto freeze = std::find(names.begin(), names.end(), "freeze app-1");
   auto thaw = std::find(names.begin(), names.end(), "thaw app-1");
@@ -190,7 +170,7 @@ TEST(InstanceSupervisor, ACrashAfterALongLifeIsReportedAndReplacedAtOnce) {
   SupervisorHarness h(sc);
   auto r = h.request();
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  ASSERT_NE(leased(r), nullptr);
+  ASSERT_NE(support::lease_in(r), nullptr);
   r->reset();
   h.clock.advance(11s);  // ready for longer than 10 s: no crash back-off
   runtime::InstanceStatus st;
@@ -249,8 +229,8 @@ TEST(InstanceSupervisor, ADecisionStartsInstancesUpToItAndDrainsTheIdlestDownToI
   EXPECT_EQ(h.runtime.count("create app-3"), 1u);
   auto busy = h.request();  // the oldest instance is as idle as the others: the least loaded goes first
   ASSERT_TRUE(h.run_until([&] { return busy->has_value(); }));
-  ASSERT_NE(leased(busy), nullptr);
-  const auto busy_port = leased(busy)->endpoint.port();
+  ASSERT_NE(support::lease_in(busy), nullptr);
+  const auto busy_port = support::lease_in(busy)->endpoint.port();
   h.supervisor->scale(h.revision, 1);
   ASSERT_TRUE(h.run_until([&] { return h.revision.gate->view().instances.size() == 1; }));
   EXPECT_EQ(h.runtime.count("stop app-1") + h.runtime.count("stop app-2") + h.runtime.count("stop app-3"), 2u);
@@ -268,8 +248,8 @@ TEST(InstanceSupervisor, AStartOnlyAGoneClientWantedIsCalledOffUnlessTheDecision
   ASSERT_TRUE(h.run_until([&] { return h.runtime.count("start app-1") == 1; }));
   asio::post(h.io, [&] { abandon.abandon(); });  // on the waiter's executor, as the exchange does
   ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
-  ASSERT_NE(refused(r), nullptr);
-  EXPECT_EQ(refused(r)->status, 499u);
+  ASSERT_NE(support::refusal_in(r), nullptr);
+  EXPECT_EQ(support::refusal_in(r)->status, 499u);
   ASSERT_TRUE(h.run_until([&] { return h.runtime.count("stop app-1") == 1; }));
 
   SupervisorHarness wanted(supervised_service());
