@@ -16,7 +16,11 @@
 //                            validated, rolled over, traffic assigned, the routing table
 //   fleet_status.cpp         /.sluice/status and /metrics
 // The parts exchange data (a gate's view, a revision's settings) and calls through the interfaces above;
-// none reaches into another's fields.
+// none reaches into another's fields. Where ../shared/DESIGN.md ("The gateway") says otherwise: the proxy's
+// InstanceSet is the Fleet, which routes and then asks the revision's gate (a gate knows one revision);
+// the supervisor's blocking work runs on its own spawner, throttler and task threads, not on the
+// runtime's reactor; image resolution is runtime/'s (ImageStore, apply_image) but which image a revision
+// runs, resolved once, and the fallback to its command are the supervisor's.
 //
 // Threads: workers run a gate's acquire and the release of its leases, and take only that gate's lock.
 // The control thread (`control`) runs the revision set, the scaling loop and the supervisor's
