@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # bench/peers.sh: sluice against its peers (nginx, HAProxy, h2o) and the direct path, each proxy with one
-# worker on the same pinned core, in front of the same backend (sluice-demo-app, HTTP/1.1 keep-alive).
+# worker on the same pinned core, in front of the same backend, once per backend: sluice-demo-app (an
+# app's work per request) and a static nginx (as little backend work as there can be), both HTTP/1.1
+# keep-alive. Every proxy adds the same request field, X-Forwarded-For, as `sluice sidecar` does by default
+# (h2o cannot leave out X-Forwarded-Proto); the fields the app receives through each are printed.
 # For every scenario (HTTP/1.1 keep-alive c50/c256, h2c, h2 over TLS, HTTP/1.1 over TLS, a 1 MiB response,
 # a 1 MiB upload) it runs wrk or h2load against each target in turn for --rounds rounds, then prints the
-# medians of rps, p50/p99, proxy CPU per request and RSS, idle RSS, and every figure as a ratio to the best
-# peer of the same run (also in bench/out/results.txt). Everything listens on 127.0.0.1; everything started
-# here is stopped on exit. bench/run.sh and bench/h2.sh are shorthands for subsets. See bench/README.md.
+# medians of rps, p50/p99, proxy CPU per request and RSS, the connections each proxy holds to the backend
+# half-way through a run, idle RSS, and every figure as a ratio to the best peer of the same run (also in
+# bench/out/results.txt). Everything listens on 127.0.0.1; everything started here is stopped on exit.
+# bench/run.sh and bench/h2.sh are shorthands for subsets. See bench/README.md.
 set -euo pipefail
+ARGS=("$@")
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=$ROOT/bench
@@ -23,6 +28,7 @@ BUILD=0
 PIN=1
 COPIES=0
 BASE_DIR=
+BACKENDS="demo static"
 
 # One scenario per line: name, load generator, listener (h1 = cleartext HTTP/1.1; h2c = cleartext HTTP/2
 # by prior knowledge; tls = the TLS port, ALPN h2 with h2load, HTTP/1.1 with wrk, which offers no ALPN),
@@ -42,7 +48,7 @@ usage() {
   cat <<EOF
 usage: bench/peers.sh [--rounds N] [--duration S] [--warmup S] [--idle S] [--base-port P]
                       [--targets "$TARGETS"] [--scenarios "..."] [--bin-dir DIR]
-                      [--no-sluice] [--no-pin] [--build] [--copies N]
+                      [--backends "demo static"] [--no-sluice] [--no-pin] [--build] [--copies N]
   --rounds N       runs per target and scenario, alternating targets; medians reported (default $ROUNDS)
   --duration S     seconds per run, e.g. 10 or 10s (default $DURATION)
   --warmup S       unmeasured run per target before each scenario's rounds (default $WARMUP; 0 = none)
@@ -51,6 +57,8 @@ usage: bench/peers.sh [--rounds N] [--duration S] [--warmup S] [--idle S] [--bas
   --targets L      any of direct nginx haproxy h2o sluice (default "$TARGETS")
   --scenarios L    any of: $SCENARIOS (default: all)
   --bin-dir DIR    where app/sluice and demo/sluice-demo-app are (default \$ROOT/build/release)
+  --backends L     any of: demo (sluice-demo-app), static (nginx answering by itself); each chosen one is
+                   a whole run of its own, its results under bench/out/BACKEND (default "$BACKENDS")
   --baseline DIR   add target "base": app/sluice of another build (e.g. an older commit's), in the same
                    alternating rounds, so a change is measured against it under the same conditions
   --no-sluice      drop sluice from the targets
@@ -86,6 +94,8 @@ while [[ $# -gt 0 ]]; do
     --no-pin) PIN=0; shift ;;
     --build) BUILD=1; shift ;;
     --copies) COPIES=$2; shift 2 ;;
+    --backends) BACKENDS=${2//,/ }; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;  # a backend's own run, started by the run over several (below)
     -h|--help) usage; exit 0 ;;
     *) echo "peers.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -102,6 +112,26 @@ has_target() { [[ " $TARGETS " == *" $1 "* ]]; }
 for t in $TARGETS; do
   [[ " direct nginx haproxy h2o sluice " == *" $t "* ]] || die "--targets: unknown target '$t'"
 done
+((COPIES)) && [[ $BACKENDS == *" "* ]] && BACKENDS=demo  # copies are counted in the proxies: one backend
+BACKENDS=$(xargs <<<"$BACKENDS")
+[[ -n $BACKENDS ]] || die "--backends: none given"
+for b in $BACKENDS; do [[ $b == demo || $b == static ]] || die "--backends: unknown backend '$b'"; done
+# Several backends: one whole run each, one after the other (their own processes and ports), then the
+# tables of each together.
+if [[ $BACKENDS == *" "* ]]; then
+  ((BUILD)) && (cd "$ROOT" && cmake --preset release && cmake --build --preset release)
+  rm -rf "$OUT"
+  mkdir -p "$OUT"
+  child=()
+  for a in "${ARGS[@]}"; do [[ $a == --build ]] || child+=("$a"); done
+  for b in $BACKENDS; do
+    echo "== backend: $b"
+    bash "${BASH_SOURCE[0]}" "${child[@]}" --backends "$b" --out "$OUT/$b" || exit $?
+  done
+  for b in $BACKENDS; do echo "== backend: $b"; cat "$OUT/$b/results.txt"; echo; done >"$OUT/results.txt"
+  exit 0
+fi
+BACKEND=$BACKENDS
 if [[ -n $BASE_DIR ]]; then
   [[ -x $BASE_DIR/app/sluice ]] || die "--baseline: missing $BASE_DIR/app/sluice"
   TARGETS+=" base"
@@ -129,7 +159,9 @@ if has_target sluice; then [[ -x $SLUICE_SRC ]] || die "missing $SLUICE_SRC (or 
 declare -A PACKAGE_OF=([wrk]=wrk [h2load]=nghttp2-client [nginx]=nginx-light [haproxy]=haproxy [h2o]=h2o)
 missing=()
 for tool in wrk h2load nginx haproxy h2o; do
-  if [[ $tool == wrk || $tool == h2load ]]; then uses "$tool" || continue; else has_target "$tool" || continue; fi
+  if [[ $tool == wrk || $tool == h2load ]]; then uses "$tool" || continue
+  elif [[ $tool == nginx && $BACKEND == static ]]; then :
+  else has_target "$tool" || continue; fi
   command -v "$tool" >/dev/null || missing+=("${PACKAGE_OF[$tool]}")
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
@@ -137,7 +169,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   echo "peers.sh: installing ${missing[*]}" >&2
   apt-get install -y "${missing[@]}" >/dev/null
 fi
-for tool in curl taskset getconf openssl; do command -v $tool >/dev/null || die "missing $tool"; done
+for tool in curl taskset getconf openssl ss; do command -v $tool >/dev/null || die "missing $tool"; done
 if ((COPIES)); then
   for tool in perf h2load; do command -v $tool >/dev/null || die "--copies needs $tool"; done
   TARGETS=${TARGETS//direct/}  # copies between two sockets: proxies only
@@ -216,21 +248,31 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout "$OUT/tls/key.pem" -out "$OUT/
 cat "$OUT/tls/cert.pem" "$OUT/tls/key.pem" >"$OUT/tls/haproxy.pem"
 head -c 1048576 /dev/zero | tr '\0' a >"$OUT/post-1m.bin"  # curl's check of the upload scenario
 
-"${PIN_LOAD[@]}" "$DEMO_BIN" --port "$BASE_PORT" >"$OUT/backend.log" 2>&1 &
-BACKEND_PID=$!
-PIDS+=("$BACKEND_PID")
-PID_OF[direct]=$BACKEND_PID
-wait_port "$BASE_PORT" "$BACKEND_PID" || die "backend did not listen on $BASE_PORT (see $OUT/backend.log)"
-
 render() { # render TEMPLATE TARGET MODE: the peer's config on stdout; MODE plain drops "# tls-only" lines,
           # a user who is not root the "# root-only" ones
   local drop=()
   [[ $3 == plain ]] && drop=(-e '/# tls-only$/d')
   (($(id -u) == 0)) || drop+=(-e '/# root-only/d')
-  sed "${drop[@]}" -e "s|@OUT@|$OUT/$2|g" -e "s|@BACKEND_PORT@|$BASE_PORT|g" -e "s|@H1_PORT@|${PORT[$2,h1]}|g" \
-    -e "s|@H2C_PORT@|${PORT[$2,h2c]}|g" -e "s|@TLS_PORT@|${PORT[$2,tls]}|g" -e "s|@CERT@|$OUT/tls/cert.pem|g" \
+  sed "${drop[@]}" -e "s|@OUT@|$OUT/$2|g" -e "s|@BACKEND_PORT@|$BASE_PORT|g" -e "s|@H1_PORT@|${PORT[$2,h1]:-}|g" \
+    -e "s|@H2C_PORT@|${PORT[$2,h2c]:-}|g" -e "s|@TLS_PORT@|${PORT[$2,tls]:-}|g" -e "s|@CERT@|$OUT/tls/cert.pem|g" \
     -e "s|@KEY@|$OUT/tls/key.pem|g" -e "s|@PEM@|$OUT/tls/haproxy.pem|g" -e "s|@USER@|$(id -un)|g" "$BENCH/$1"
 }
+
+# The backend, on the load generator's core: the demo app, or nginx answering by itself (bench/static-backend.conf.in).
+case $BACKEND in
+  demo) "${PIN_LOAD[@]}" "$DEMO_BIN" --port "$BASE_PORT" >"$OUT/backend.log" 2>&1 & ;;
+  static)
+    mkdir -p "$OUT/static/tmp"
+    head -c 1048576 /dev/zero | tr '\0' b >"$OUT/static/bytes-1048576"
+    printf 1048576 >"$OUT/static/sink-answer"
+    render static-backend.conf.in static plain >"$OUT/static/nginx.conf"
+    "${PIN_LOAD[@]}" nginx -p "$OUT/static/" -e "$OUT/static/error.log" -c "$OUT/static/nginx.conf" \
+      >"$OUT/backend.log" 2>&1 & ;;
+esac
+BACKEND_PID=$!
+PIDS+=("$BACKEND_PID")
+PID_OF[direct]=$BACKEND_PID
+wait_port "$BASE_PORT" "$BACKEND_PID" || die "backend did not listen on $BASE_PORT (see $OUT/backend.log)"
 
 start_proxy() { # start_proxy TARGET plain|tls: writes its config, starts it pinned, waits for its ports
   local t=$1 mode=$2 dir=$OUT/$1 sluice_tls=(QUEUE_SERVING_TLS_PORT=0)
@@ -288,6 +330,11 @@ children_ticks() {
   times >"$OUT/times.txt"
   awk -v hz="$CLK_TCK" 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
     printf "%d", t * hz }' "$OUT/times.txt" >"$OUT/kids.txt"
+}
+# app_conns_later PID FILE: half-way through a run, the connections PID holds to the backend, into FILE.
+app_conns_later() {
+  sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')"
+  ss -Htnp state established "( dport = :$BASE_PORT )" 2>/dev/null | grep -c "pid=$1," >"$2" || true
 }
 alive_or_die() { kill -0 "${PID_OF[$1]}" 2>/dev/null || die "$1 (pid ${PID_OF[$1]}) died; see $OUT"; }
 url() { # url TARGET SCENARIO
@@ -386,6 +433,18 @@ done
   [[ -z $BASE_DIR ]] || echo "# base (baseline sluice) from $BASE_DIR/app/sluice"
   echo "# $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2); $(h2load --version 2>&1 | head -1)"
   echo "# scenarios: $SCENARIOS; $ROUNDS rounds of ${DURATION}s alternating: $TARGETS"
+  case $BACKEND in
+    demo) echo "# backend: demo (sluice-demo-app, HTTP/1.1 keep-alive)" ;;
+    static) echo "# backend: static (nginx answering by itself: bench/static-backend.conf.in)" ;;
+  esac
+  # The request fields the app receives through each proxy from curl's GET (which sends host, user-agent,
+  # accept): what each proxy adds or changes. The demo app lists them at /headers.
+  if [[ $BACKEND == demo ]]; then
+    for t in $PROXIES; do
+      echo "# fields at the app through $t: $(curl -s --max-time 5 "http://127.0.0.1:${PORT[$t,h1]}/headers" \
+        | sed -n '2,$s/:.*//p' | tr 'A-Z' 'a-z' | sort | xargs)"
+    done
+  fi
   if [[ -n $PROXY_CPU ]]; then
     echo "# pinning: proxies on cpu $PROXY_CPU, load generator + backend on cpu $LOAD_CPU"
   else
@@ -470,8 +529,12 @@ for s in $SCENARIOS; do
       report=$OUT/load/$t-$s-r$round.txt
       before=$(cpu_ticks "$pid"); back_before=$(cpu_ticks "$BACKEND_PID")
       children_ticks; kids_before=$(<"$OUT/kids.txt"); busy_before=$(machine_busy)
+      sampler=
+      if [[ $t != direct ]]; then app_conns_later "$pid" "$OUT/conns.txt" & sampler=$!; fi
       run_load "$t" "$s" "$DURATION" "$report"
       busy_after=$(machine_busy); children_ticks; kids_after=$(<"$OUT/kids.txt")
+      conns=-1
+      if [[ -n $sampler ]]; then wait "$sampler" || true; conns=$(<"$OUT/conns.txt"); fi
       after=$(cpu_ticks "$pid"); back_after=$(cpu_ticks "$BACKEND_PID")
       alive_or_die "$t"
       # Interference: machine CPU not spent by the proxy, the backend or the generator, in % of one CPU.
@@ -483,7 +546,7 @@ for s in $SCENARIOS; do
       read -r rps p50 p99 requests errors < <(parse_load "$s" "$report")
       cpu=$(awk -v d=$((after - before)) -v hz="$CLK_TCK" -v n="$requests" \
         'BEGIN { printf "%.3f", (n > 0) ? d * 1e6 / hz / n : 0 }')
-      echo "$t $s $round $rps $p50 $p99 $cpu $rss $errors $other" >>"$OUT/runs.tsv"
+      echo "$t $s $round $rps $p50 $p99 $cpu $rss $errors $other $conns" >>"$OUT/runs.tsv"
       printf '  %-8s round %s %-8s %10.0f rps  p99 %8s us  %8s cpu-us/req  errors %s  other cpu %s%%\n' \
         "$s" "$round" "$t" "$rps" "$p99" "$cpu" "$errors" "$other"
     done

@@ -3,7 +3,8 @@
 # Input files (told apart by name; na.tsv may be empty):
 #   idle.tsv  "target idle_rss_kib idle_tls_rss_kib idle_cpu_us_per_s"   (idle_tls_rss_kib "-" for direct)
 #   na.tsv    "target<TAB>scenario<TAB>why"                             (what a target cannot do)
-#   runs.tsv  "target scenario round rps p50_us p99_us cpu_us_per_req rss_kib errors other_cpu_pct"
+#   runs.tsv  "target scenario round rps p50_us p99_us cpu_us_per_req rss_kib errors other_cpu_pct app_conns"
+#             (app_conns: the proxy's connections to the backend half-way through the run; -1 for direct)
 # -v targets="direct nginx ..." -v scenarios="h1-c50 ..." fix the row order; -v peers="nginx haproxy h2o"
 # are the proxies sluice is compared with: "best" is, per scenario and metric, the best of those (highest
 # rps, lowest CPU per request, p99 and RSS).
@@ -47,17 +48,19 @@ FILENAME ~ /na\.tsv$/ { split($0, f, "\t"); na[f[1], f[2]] = f[3]; na_list[++nna
   add(k SUBSEP "rps", $4); add(k SUBSEP "p50", $5); add(k SUBSEP "p99", $6)
   add(k SUBSEP "cpu", $7); add(k SUBSEP "rss", $8); add(k SUBSEP "err", $9)
   add(k SUBSEP "oth", $10); if ($10 + 0 > worst_other) worst_other = $10 + 0
+  if (NF >= 11 && $11 >= 0) add(k SUBSEP "con", $11)
 }
 END {
   nt = split(targets, T, " "); ns = split(scenarios, S, " "); np = split(peers, P, " ")
-  split("rps p50 p99 cpu rss err oth", M, " ")
-  for (s = 1; s <= ns; s++) for (t = 1; t <= nt; t++) for (m = 1; m <= 7; m++) {
+  split("rps p50 p99 cpu rss err oth con", M, " ")
+  for (s = 1; s <= ns; s++) for (t = 1; t <= nt; t++) for (m = 1; m <= 8; m++) {
     k = T[t] SUBSEP S[s] SUBSEP M[m]
     if (count[k] > 0) med[k] = median(k)
   }
 
-  printf "%-8s %-8s %9s %8s %8s %10s %8s %6s %6s %9s %9s %9s %9s\n", "target", "scenario", "rps", "p50_us", \
-         "p99_us", "cpu_us/req", "rss_kib", "errors", "other%", "rps/best", "cpu/best", "p99/best", "rss/best"
+  printf "%-8s %-8s %9s %8s %8s %10s %8s %9s %6s %6s %9s %9s %9s %9s\n", "target", "scenario", "rps", "p50_us", \
+         "p99_us", "cpu_us/req", "rss_kib", "app_conns", "errors", "other%", "rps/best", "cpu/best", "p99/best", \
+         "rss/best"
   for (s = 1; s <= ns; s++) {
     for (t = 1; t <= nt; t++) {
       k = T[t] SUBSEP S[s]
@@ -67,9 +70,10 @@ END {
       }
       if (!(k SUBSEP "rps" in med)) continue
       proxied = (T[t] != "direct")
-      printf "%-8s %-8s %9.0f %8.0f %8.0f %10.2f %8.0f %6.0f %6.0f %9s %9s %9s %9s\n", T[t], S[s], \
+      printf "%-8s %-8s %9.0f %8.0f %8.0f %10.2f %8.0f %9s %6.0f %6.0f %9s %9s %9s %9s\n", T[t], S[s], \
              med[k SUBSEP "rps"], med[k SUBSEP "p50"], med[k SUBSEP "p99"], med[k SUBSEP "cpu"], \
-             med[k SUBSEP "rss"], med[k SUBSEP "err"], med[k SUBSEP "oth"], \
+             med[k SUBSEP "rss"], (k SUBSEP "con" in med) ? sprintf("%.0f", med[k SUBSEP "con"]) : "-", \
+             med[k SUBSEP "err"], med[k SUBSEP "oth"], \
              proxied ? ratio(med[k SUBSEP "rps"], best(S[s], "rps")) : "-", \
              proxied ? ratio(med[k SUBSEP "cpu"], best(S[s], "cpu")) : "-", \
              proxied ? ratio(med[k SUBSEP "p99"], best(S[s], "p99")) : "-", \
