@@ -1,8 +1,8 @@
 // The scaling loop, on the control thread: each second every serving revision's RequestStats period
 // (time-weighted concurrency, in flight plus waiting, and arrivals) goes to its KPA, as queue-proxy's
 // stat reports do in Knative; every 2 s (and when the KPA says a stat changed its mind) the decision is
-// applied: instances started (posted to the spawner) or drained. Also the re-freeze of instances a new
-// connection pre-warmed. See fleet.h.
+// applied by the supervisor (supervisor.h: instances started or drained). Also the re-freeze of instances
+// a new connection pre-warmed. See fleet.h.
 #include <algorithm>
 
 #include "app/gateway/fleet.h"
