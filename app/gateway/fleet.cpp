@@ -23,8 +23,7 @@ Fleet::Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio
     : config_(config),
       clock_(clock),
       control_(control),
-      stat_timer_(control),
-      scale_timer_(control),
+      scaling_timer_(control),
       housekeeping_timer_(control),
       supervisor_(config, runtime, control, *this, std::move(clock)) {
   current_ = std::make_shared<GatewayConfig>(config);
@@ -58,8 +57,7 @@ void Fleet::stop_all() {
   // On the control thread, which owns the list and the timers and is still running.
   std::promise<void> stopping;
   asio::post(control_, [&] {
-    stat_timer_.cancel();
-    scale_timer_.cancel();
+    scaling_timer_.cancel();
     housekeeping_timer_.cancel();
     for (auto& s : services_)
       for (auto& i : s->gate->instances()) supervisor_.stop(*s, i);

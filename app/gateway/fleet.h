@@ -67,11 +67,13 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   void exchange_ended(const http::request_header<>& req, const proxy::ExchangeRecord& record,
                       const proxy::InstanceLease* lease, Clock::time_point end) override;
 
-  // On the control thread: validation instances, then the 1 s stat and 2 s KPA tickers.
+  // On the control thread: validation instances, then the autoscaling ticker (each second).
   void start();
-  // On the control thread: what the tickers run. The stat tick feeds each serving revision's
-  // RequestStats period to its KPA; the scale tick applies each KPA's decision. Tests call them with
-  // an injected clock instead of start()ing the tickers.
+  // On the control thread: what the ticker runs. The stat tick feeds each serving revision's
+  // RequestStats period to its KPA; the scale tick applies each KPA's decision. `tick` is one second:
+  // the stats, then every other second the decisions, in that order (a decision sees every request up to
+  // its moment). Tests call them with an injected clock instead of start()ing the ticker.
+  void tick();
   void stat_tick();
   void scale_tick();
   // Off the control thread, after the proxy has drained: stops every instance (SIGTERM, grace, SIGKILL)
@@ -123,7 +125,7 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   void failed(Revision& s, const std::string& reason) override;
 
   // Scaling loop (control).
-  asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)());
+  asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*run)());
   void housekeeping();
   class Supervised;  // a revision's ScaleTarget
   // Gives `s` its RevisionScaler (a KPA with `config`), fed by its gate's stats and applied by the supervisor, at
@@ -152,7 +154,8 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   std::function<Clock::time_point()> clock_;
   asio::io_context& control_;
   Router router_;
-  asio::steady_timer stat_timer_, scale_timer_, housekeeping_timer_;
+  asio::steady_timer scaling_timer_, housekeeping_timer_;
+  std::uint64_t ticks_ = 0;  // control
   // Every revision ever made; only the control thread adds (under list_mu_) and reads it without the
   // lock. Revisions live as long as the fleet: the routing table, leases and the supervisor point at them.
   std::vector<std::unique_ptr<Revision>> services_;

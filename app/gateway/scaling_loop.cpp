@@ -1,8 +1,10 @@
 // The scaling loop, on the control thread: each second every serving revision's RequestStats period
 // (time-weighted concurrency, in flight plus waiting, and arrivals) goes to its KPA, as queue-proxy's
-// stat reports do in Knative; every 2 s (and when the KPA says a stat changed its mind) the decision is
-// applied by the supervisor (supervisor.h: instances started or drained). Also the re-freeze of instances
-// a new connection pre-warmed. See fleet.h.
+// stat reports do in Knative; every 2 s, right after that second's stats (and whenever the KPA says a stat
+// changed its mind), the decision is applied by the supervisor (supervisor.h: instances started or
+// drained). One ticker, stats first: with two timers in no fixed order a decision could come just before
+// the stat that held a cold start's requests, find the KPA's window idle and drain the instance they had
+// brought up. Also the re-freeze of instances a new connection pre-warmed. See fleet.h.
 #include <algorithm>
 
 #include "app/gateway/fleet.h"
@@ -54,18 +56,22 @@ void Fleet::start() {
     s->supervised.desired = std::max(s->config.scaling.min_scale, s->config.scaling.initial_scale);
     s->scaler->set_desired(s->supervised.desired);
   }
-  asio::co_spawn(control_, every(stat_timer_, 1s, &Fleet::stat_tick), asio::detached);
-  asio::co_spawn(control_, every(scale_timer_, 2s, &Fleet::scale_tick), asio::detached);
+  asio::co_spawn(control_, every(scaling_timer_, 1s, &Fleet::tick), asio::detached);
   asio::co_spawn(control_, every(housekeeping_timer_, 250ms, &Fleet::housekeeping), asio::detached);
 }
 
-asio::awaitable<void> Fleet::every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*tick)()) {
+asio::awaitable<void> Fleet::every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*run)()) {
   while (true) {
     timer.expires_after(period);
     auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec || supervisor_.is_stopping()) co_return;
-    (this->*tick)();
+    (this->*run)();
   }
+}
+
+void Fleet::tick() {
+  stat_tick();
+  if (++ticks_ % 2 == 0) scale_tick();
 }
 
 void Fleet::stat_tick() {

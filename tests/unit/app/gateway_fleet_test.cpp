@@ -248,5 +248,32 @@ TEST(FleetScaling, ConcurrencyScalesUpAndIdlenessScalesToZeroOnTheInjectedClock)
   EXPECT_EQ(h.service().at("desired").to_number<int>(), 0);
 }
 
+// The fleet's second: the stats, then (every other second) the decisions. Requests that cold-started an
+// instance and ended within the second before a decision are in the KPA's window when it decides, so the
+// instance stays; when a separate scale timer fired just before the stat one, the decision found the
+// window idle and drained it (CI, GatewayDevLoop.ATerminalShows…: app-2 drained, app-3 started).
+TEST(FleetScaling, EveryDecisionFollowsItsSecondsStatsSoAColdStartsInstanceStays) {
+  Harness h(app_service());
+  h.clock.advance(1s);
+  h.fleet->tick();
+  h.clock.advance(1s);
+  h.fleet->tick();  // idle: zero decided
+  ASSERT_EQ(h.service().at("desired").to_number<int>(), 0);
+  h.clock.advance(1s);
+  h.fleet->tick();  // a stat only
+  auto r = h.request();
+  ASSERT_TRUE(h.run_until([&] { return r->has_value(); }));
+  ASSERT_NE(lease_in(r), nullptr);
+  h.clock.advance(300ms);
+  r->reset();  // the request is done
+  h.clock.advance(700ms);
+  h.fleet->tick();  // a stat, then a decision
+  EXPECT_EQ(h.service().at("desired").to_number<int>(), 1);
+  const auto instances = h.service().at("instances").as_array();
+  ASSERT_EQ(instances.size(), 1u) << boost::json::serialize(instances);
+  EXPECT_EQ(instances.at(0).at("id").as_string(), "app-1");
+  EXPECT_EQ(instances.at(0).at("state").as_string(), "ready") << boost::json::serialize(instances);
+}
+
 }  // namespace
 }  // namespace sluice::app::gateway
