@@ -96,7 +96,9 @@ std::vector<OptionSpec> sidecar_options() {
        "an idle keep-alive connection to the app is closed after this long (default 90, as queue-proxy; 0 = never)"},
       {"SLUICE_IO_BUFFER_BYTES", "io-buffer-bytes", false, "body buffer per direction per exchange (default 65536)"},
       {"SLUICE_SPLICE_MIN_BYTES", "splice-min-bytes", false,
-       "bodies passing through unchanged with at least this many bytes left move by splice(2); 0 = never (default 16384)"},
+       "request bodies passing through unchanged with at least this many bytes left move by splice(2); 0 = never (default 16384)"},
+      {"SLUICE_SPLICE_RESPONSES", "splice-responses", false,
+       "response bodies move by splice(2) too: less CPU in sluice, slower for a client on the same host (default false)"},
       {"SLUICE_DRAIN_TIMEOUT_SECONDS", "drain-timeout-seconds", false,
        "longest wait for anything in flight once draining ends, 0 = until it ends, as queue-proxy: the pod's "
        "grace period bounds it (default 0)"},
@@ -388,6 +390,7 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
       static_cast<std::size_t>(o.get_int("SLUICE_IO_BUFFER_BYTES", 65536, 1024, 16 << 20));
   c.proxy.splice_min_bytes =
       static_cast<std::size_t>(o.get_int("SLUICE_SPLICE_MIN_BYTES", 16384, 0, std::int64_t{1} << 40));
+  c.proxy.splice_responses = o.get_bool("SLUICE_SPLICE_RESPONSES", false);
   return c;
 }
 

@@ -110,7 +110,7 @@ asio::awaitable<void> Forwarding::respond() {
   }
   while (!ec && body.kind != BodyKind::none) {
     const RawBody in = up_->raw_body_in();
-    tcp::socket* out = in.socket ? down_.raw_body_out() : nullptr;
+    tcp::socket* out = in.socket && worker_.config.splice_responses ? down_.raw_body_out() : nullptr;
     if (BodySplice* splice = splice_for(response_splice_, in, out)) {
       auto r = co_await splice->move_some(*in.socket, *out, in.remaining);
       if (r.moved) {

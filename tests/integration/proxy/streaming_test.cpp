@@ -116,14 +116,16 @@ TEST_F(Streaming, StreamedResponsePiecesArriveBeforeTheResponseEnds) {
 }
 
 // Bodies that pass through unchanged (Content-Length, no TLS) move socket to socket by splice(2)
-// (proxy/io/splice.h); with SLUICE_SPLICE_MIN_BYTES=0 the same bodies are copied. Either way the bytes, the
-// framing around them and the failure rules are the same.
+// (proxy/io/splice.h): requests by default, responses with SLUICE_SPLICE_RESPONSES; with
+// SLUICE_SPLICE_MIN_BYTES=0 the same bodies are copied. Either way the bytes, the framing around them and
+// the failure rules are the same.
 class SpliceOrCopy : public ::testing::TestWithParam<const char*> {
  protected:
   Backend backend;
-  Sidecar sidecar{SidecarOptions{
-      .user_port = backend.port,
-      .env = {{"SLUICE_SPLICE_MIN_BYTES", GetParam()}, {"SERVING_ENABLE_REQUEST_LOG", "true"}}}};
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port,
+                                 .env = {{"SLUICE_SPLICE_MIN_BYTES", GetParam()},
+                                         {"SLUICE_SPLICE_RESPONSES", "true"},
+                                         {"SERVING_ENABLE_REQUEST_LOG", "true"}}}};
 };
 
 INSTANTIATE_TEST_SUITE_P(Bodies, SpliceOrCopy, ::testing::Values("16384", "0"),
