@@ -98,6 +98,8 @@ int run_sidecar(Args args) {
         .kv("interval_ms", static_cast<std::int64_t>(cfg.metrics_push.interval.count()));
   }
   proxy::ControlPlane plane(control, server.shared(), cfg.control);
+  if (!cfg.proxy.netns.own())
+    log::info("serving a pod from outside its network namespace").kv("netns", cfg.proxy.netns.path());
   server.start();
   plane.start();
   for (const auto& l : plane.listeners())

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <system_error>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
@@ -97,6 +98,9 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_IO_BUFFER_BYTES", "io-buffer-bytes", false, "body buffer per direction per exchange (default 65536)"},
       {"SLUICE_SPLICE_MIN_BYTES", "splice-min-bytes", false,
        "request bodies passing through unchanged with at least this many bytes left move by splice(2); 0 = never (default 16384)"},
+      {"SLUICE_NETNS", "netns", false,
+       "serve a pod from outside it: the network namespace file (/proc/PID/ns/net, /run/netns/NAME) that every "
+       "port listens in and the app is reached in (needs CAP_SYS_ADMIN; default: sluice's own)"},
       {"SLUICE_SPLICE_RESPONSES", "splice-responses", false,
        "response bodies move by splice(2) too: less CPU in sluice, slower for a client on the same host (default false)"},
       {"SLUICE_DRAIN_TIMEOUT_SECONDS", "drain-timeout-seconds", false,
@@ -295,8 +299,18 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     auto [p, ec] = std::from_chars(go.data(), go.data() + go.size(), n);
     if (ec == std::errc() && p == go.data() + go.size() && n > 0) c.proxy.workers = std::min(n, 1024u);
   }
+  if (const auto netns = o.get_string("SLUICE_NETNS"); !netns.empty()) {
+    try {
+      c.proxy.netns = net::Netns::open(netns);
+    } catch (const std::system_error& e) {
+      throw ConfigError("SLUICE_NETNS=\"" + netns + "\": " + e.code().message());
+    }
+    c.proxy.readiness.netns = c.proxy.netns;
+    for (auto& p : c.proxy.sidecar_readiness) p.netns = c.proxy.netns;
+    c.control.netns = c.proxy.netns;
+  }
   c.proxy.listen_address = o.get_string("SLUICE_LISTEN_ADDRESS");
-  if (c.proxy.listen_address.empty()) c.proxy.listen_address = net::any_address();
+  if (c.proxy.listen_address.empty()) c.proxy.listen_address = net::any_address(c.proxy.netns);
   {
     boost::system::error_code ec;
     boost::asio::ip::make_address(c.proxy.listen_address, ec);

@@ -28,9 +28,9 @@ std::string http_date() {
 
 ControlListener::ControlListener(asio::io_context& io, const std::string& name,
                                  const std::string& address, std::uint16_t port,
-                                 ControlHandler handler)
+                                 ControlHandler handler, const Netns& netns)
     : name_(name), acceptor_(io), handler_(std::move(handler)) {
-  port_ = open_listener(acceptor_, tcp::endpoint(asio::ip::make_address(address), port), name, false);
+  port_ = open_listener(acceptor_, tcp::endpoint(asio::ip::make_address(address), port), name, false, netns);
 }
 
 void ControlListener::start() { asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached); }

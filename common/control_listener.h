@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/net.h"
+#include "common/netns.h"
 
 namespace sluice::net {
 
@@ -30,10 +31,10 @@ using ControlHandler = std::function<asio::awaitable<ControlResponse>(const Cont
 
 class ControlListener {
  public:
-  // Binds at once (no SO_REUSEPORT); throws AddressInUse (common/listen.h), or std::system_error naming
-  // the listener and the address.
+  // Binds at once (no SO_REUSEPORT), in `netns` (common/netns.h); throws AddressInUse (common/listen.h), or
+  // std::system_error naming the listener and the address.
   ControlListener(asio::io_context& io, const std::string& name, const std::string& address,
-                  std::uint16_t port, ControlHandler handler);
+                  std::uint16_t port, ControlHandler handler, const Netns& netns = {});
   std::uint16_t port() const { return port_; }
   const std::string& name() const { return name_; }
   void start();

@@ -26,9 +26,11 @@ std::string endpoint_text(const tcp::endpoint& ep) {
 }
 
 std::uint16_t open_listener(tcp::acceptor& acceptor, const tcp::endpoint& ep, const std::string& listener,
-                            bool share_with_own_workers) {
+                            bool share_with_own_workers, const Netns& netns) {
   try {
-    acceptor.open(ep.protocol());
+    error_code opened;
+    netns.open(acceptor, ep.protocol(), opened);
+    if (opened) throw boost::system::system_error(opened);
     // SO_REUSEADDR: a restart binds while the previous process's connections sit in TIME_WAIT. It never
     // lets two listening sockets share a port on Linux.
     acceptor.set_option(tcp::acceptor::reuse_address(true));
@@ -44,24 +46,26 @@ std::uint16_t open_listener(tcp::acceptor& acceptor, const tcp::endpoint& ep, co
   }
 }
 
-std::string any_address() {
+std::string any_address(const Netns& netns) {
   // A dual-stack socket bound to [::]:0 proves both that IPv6 is there (no ipv6.disable=1, no
   // EAFNOSUPPORT in this network namespace) and that it accepts IPv4 as mapped addresses.
   asio::io_context io;
   tcp::acceptor probe(io);
   error_code ec;
-  probe.open(tcp::v6(), ec);
+  netns.open(probe, tcp::v6(), ec);
   if (!ec) probe.set_option(asio::ip::v6_only(false), ec);
   if (!ec) probe.bind(tcp::endpoint(tcp::v6(), 0), ec);
   return ec ? "0.0.0.0" : "::";
 }
 
-void claim_port(const tcp::endpoint& ep, const std::string& listener) {
+void claim_port(const tcp::endpoint& ep, const std::string& listener, const Netns& netns) {
   if (ep.port() == 0) return;
   asio::io_context io;
   tcp::acceptor probe(io);
   try {
-    probe.open(ep.protocol());
+    error_code opened;
+    netns.open(probe, ep.protocol(), opened);
+    if (opened) throw boost::system::system_error(opened);
     probe.set_option(tcp::acceptor::reuse_address(true));
     if (ep.address().is_v6()) probe.set_option(asio::ip::v6_only(false));
     probe.bind(ep);

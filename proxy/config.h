@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/netns.h"
 #include "proxy/h2/limits.h"
 
 namespace sluice::proxy {
@@ -66,6 +67,7 @@ struct ReadinessProbeConfig {
   // When polling aggressively: consecutive successes needed, counted across health checks and reset by
   // a failure (queue-proxy's wrappedProbe.count).
   std::int32_t success_threshold = 1;
+  net::Netns netns;  // where the app is: the pod's network namespace when sluice runs outside it
 };
 
 enum class TlsVersion { v1_2, v1_3 };
@@ -87,6 +89,9 @@ struct RevisionInfo {
 };
 
 struct ProxyConfig {
+  // The pod's network namespace (SLUICE_NETNS) when sluice runs outside it: the listeners and every
+  // connection to the app are made inside (common/netns.h). Default: sluice's own.
+  net::Netns netns;
   std::string listen_address = "0.0.0.0";  // "::" listens dual-stack
   std::uint16_t port = 8012;                // 0 = ephemeral (logged)
   std::string upstream_host = "127.0.0.1";

@@ -37,9 +37,9 @@ struct WorkerContext final : private Connector {
         stats(s.stats.shard(index)),
         watchdogs(ex),
         pool(ex, watchdogs, upstream, c.upstream_max_idle, c.timeouts.upstream_idle, c.timeouts.upstream_connect,
-             c.limits.max_response_header_bytes, c.io_buffer_bytes),
+             c.limits.max_response_header_bytes, c.io_buffer_bytes, c.netns),
         h2_pool(ex, watchdogs, upstream, c.timeouts.upstream_idle, c.timeouts.upstream_connect,
-                c.limits.max_response_header_bytes),
+                c.limits.max_response_header_bytes, c.netns),
         executor(ex),
         pipes(kSplicePipeBytes, kIdlePipes) {}
 

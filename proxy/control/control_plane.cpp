@@ -31,7 +31,8 @@ ControlPlane::ControlPlane(asio::io_context& io, SharedState& shared, ControlCon
   stat_protobuf_ = metrics::encode_stat_protobuf(config_.pod, sample_);
   auto add = [&](const char* name, const std::string& address, std::uint16_t port, auto member) {
     listeners_.push_back(std::make_unique<ControlListener>(
-        io_, name, address, port, [this, member](const ControlRequest& r) { return (this->*member)(r); }));
+        io_, name, address, port, [this, member](const ControlRequest& r) { return (this->*member)(r); },
+        config_.netns));
   };
   add("admin", config_.listen_address, config_.admin_port, &ControlPlane::serve_admin);
   add("metrics", config_.listen_address, config_.metrics_port, &ControlPlane::serve_stats);

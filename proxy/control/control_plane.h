@@ -20,6 +20,7 @@ using net::ControlResponse;
 
 struct ControlConfig {
   std::string listen_address = "0.0.0.0";
+  net::Netns netns;  // where the ports listen: the pod's namespace when sluice runs outside it
   std::uint16_t admin_port = 8022;
   std::uint16_t metrics_port = 9090;
   std::uint16_t user_metrics_port = 9091;

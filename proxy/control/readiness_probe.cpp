@@ -72,6 +72,10 @@ asio::awaitable<bool> probe_app(const ReadinessProbeConfig& c, Millis timeout) {
   auto address = asio::ip::make_address(c.host, ec);
   if (ec) co_return false;
   tcp::socket socket(ex);
+  if (!c.netns.own()) {
+    c.netns.open(socket, address.is_v6() ? tcp::v6() : tcp::v4(), ec);
+    if (ec) co_return false;
+  }
   auto [cec] = co_await socket.async_connect(tcp::endpoint(address, c.port), use_nothrow);
   if (cec) co_return false;
   switch (c.kind) {

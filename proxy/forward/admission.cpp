@@ -124,7 +124,8 @@ asio::awaitable<bool> detect_upstream_h2c(WorkerContext& worker) {
   }
   auto asking = std::make_shared<Completion>(worker.executor);
   worker.h2c_detection = asking;
-  auto found = co_await h2::speaks_h2c(worker.executor, worker.pool.endpoint(), worker.config.timeouts.upstream_connect);
+  auto found = co_await h2::speaks_h2c(worker.executor, worker.pool.endpoint(), worker.config.timeouts.upstream_connect,
+                                         worker.config.netns);
   worker.h2c_detection.reset();
   asking->signal();
   if (!found) co_return false;  // not listening yet: HTTP/1.1 this time, ask again next time

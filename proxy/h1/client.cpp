@@ -232,7 +232,7 @@ tcp::socket* ClientConnection::tunnel_socket(beast::flat_buffer*& already_read) 
 
 ClientPool::ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
                        std::size_t max_idle, Clock::duration idle_timeout, Clock::duration connect_timeout,
-                       std::size_t max_response_header_bytes, std::size_t io_buffer_bytes)
+                       std::size_t max_response_header_bytes, std::size_t io_buffer_bytes, net::Netns netns)
     : ex_(ex),
       endpoint_(endpoint),
       max_idle_(max_idle),
@@ -240,6 +240,7 @@ ClientPool::ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdog
       connect_timeout_(connect_timeout),
       max_response_header_bytes_(max_response_header_bytes),
       io_buffer_bytes_(io_buffer_bytes),
+      netns_(std::move(netns)),
       host_(endpoint_text(endpoint)),
       watchdog_(watchdogs, *this) {
   idle_.reserve(std::min<std::size_t>(max_idle_, 1024));
@@ -263,6 +264,11 @@ std::unique_ptr<ClientConnection> ClientPool::take_idle(bool verify) {
 asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientConnection>>> ClientPool::acquire(bool verify) {
   if (auto c = take_idle(verify)) co_return std::tuple{error_code{}, std::move(c)};
   auto c = std::make_unique<ClientConnection>(ex_, *this);
+  if (!netns_.own()) {
+    error_code ec;
+    netns_.open(c->socket_, endpoint_.protocol(), ec);
+    if (ec) co_return std::tuple{ec, nullptr};
+  }
   asio::steady_timer timer(ex_, connect_timeout_);
   using namespace asio::experimental::awaitable_operators;
   auto result = co_await (c->socket_.async_connect(endpoint_, use_nothrow) || timer.async_wait(use_nothrow));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/netns.h"
 #include "common/watchdog.h"
 #include "proxy/exchange.h"
 #include "proxy/h1/message.h"
@@ -72,7 +73,7 @@ class ClientPool final : private net::Watchdog::Target {
  public:
   ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
              std::size_t max_idle, Clock::duration idle_timeout, Clock::duration connect_timeout,
-             std::size_t max_response_header_bytes, std::size_t io_buffer_bytes);
+             std::size_t max_response_header_bytes, std::size_t io_buffer_bytes, net::Netns netns = {});
   ClientPool(const ClientPool&) = delete;
   ClientPool& operator=(const ClientPool&) = delete;
 
@@ -105,6 +106,7 @@ class ClientPool final : private net::Watchdog::Target {
   Clock::duration connect_timeout_;
   std::size_t max_response_header_bytes_;
   std::size_t io_buffer_bytes_;
+  net::Netns netns_;  // where connections to the app are made
   std::string host_;
   // LIFO: the warmest connection last, so the oldest idle ones are at the front.
   std::vector<std::unique_ptr<ClientConnection>> idle_;

@@ -144,9 +144,9 @@ Staleness ClientStream::stale() const { return state_->refused ? Staleness::unpr
 
 ClientPool::ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
                        Clock::duration idle_timeout, Clock::duration connect_timeout,
-                       std::size_t max_response_header_bytes)
+                       std::size_t max_response_header_bytes, net::Netns netns)
     : ex_(ex), endpoint_(endpoint), idle_timeout_(idle_timeout), connect_timeout_(connect_timeout),
-      max_response_header_bytes_(max_response_header_bytes), watchdog_(watchdogs, *this) {}
+      netns_(std::move(netns)), max_response_header_bytes_(max_response_header_bytes), watchdog_(watchdogs, *this) {}
 
 ClientPool::~ClientPool() {
   for (auto& c : connections_) c->retire();
@@ -167,7 +167,7 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPoo
       next_check_ = Clock::now() + idle_timeout_;
       watchdog_.rearm();
     }
-    asio::co_spawn(ex_, ClientConnection::connect(conn, endpoint_, connect_timeout_), asio::detached);
+    asio::co_spawn(ex_, ClientConnection::connect(conn, endpoint_, connect_timeout_, netns_), asio::detached);
   }
   conn->reserve();  // until the stream's send_head submits it (or the stream goes)
   error_code ec = co_await conn->wait_ready();
@@ -202,9 +202,14 @@ void ClientPool::on_deadline() {
 }
 
 asio::awaitable<std::optional<bool>> speaks_h2c(const asio::any_io_executor& ex, tcp::endpoint endpoint,
-                                                Clock::duration timeout) {
+                                                Clock::duration timeout, const net::Netns& netns) {
   using namespace asio::experimental::awaitable_operators;
   tcp::socket socket(ex);
+  if (!netns.own()) {
+    error_code ec;
+    netns.open(socket, endpoint.protocol(), ec);
+    if (ec) co_return std::nullopt;
+  }
   asio::steady_timer timer(ex, timeout);
   auto ask = [&]() -> asio::awaitable<std::optional<bool>> {
     auto [cec] = co_await socket.async_connect(endpoint, use_nothrow);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/netns.h"
 #include "common/watchdog.h"
 #include "proxy/asio.h"
 #include "proxy/exchange.h"
@@ -66,7 +67,8 @@ class ClientStream final : public ClientExchange {
 class ClientPool final : private net::Watchdog::Target {
  public:
   ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
-             Clock::duration idle_timeout, Clock::duration connect_timeout, std::size_t max_response_header_bytes);
+             Clock::duration idle_timeout, Clock::duration connect_timeout, std::size_t max_response_header_bytes,
+             net::Netns netns = {});
   ~ClientPool();
   ClientPool(const ClientPool&) = delete;
   ClientPool& operator=(const ClientPool&) = delete;
@@ -90,6 +92,7 @@ class ClientPool final : private net::Watchdog::Target {
   Clock::duration idle_timeout_;  // zero: kept until the pool goes
   bool closed_ = false;           // shutting down: no idle timeout holds the worker
   Clock::duration connect_timeout_;
+  net::Netns netns_;  // where connections to the app are made
   std::size_t max_response_header_bytes_;
   std::vector<std::shared_ptr<ClientConnection>> connections_;
   Clock::time_point next_check_ = Clock::time_point::max();
@@ -99,7 +102,7 @@ class ClientPool final : private net::Watchdog::Target {
 // ENABLE_HTTP2_AUTO_DETECTION: does the app at `endpoint` answer the HTTP/2 connection preface with
 // SETTINGS? nullopt when it could not be asked (not listening yet, timeout): ask again later.
 asio::awaitable<std::optional<bool>> speaks_h2c(const asio::any_io_executor& ex, tcp::endpoint endpoint,
-                                                Clock::duration timeout);
+                                                Clock::duration timeout, const net::Netns& netns = {});
 
 // A request as HTTP/2 fields for the app: pseudo-header fields from the request line and Host (which
 // becomes :authority), then the forwarder's fields in lower case, and content-length when known.

@@ -146,12 +146,16 @@ bool ClientConnection::start() {
 }
 
 asio::awaitable<void> ClientConnection::connect(std::shared_ptr<ClientConnection> self, tcp::endpoint endpoint,
-                                                Clock::duration timeout) {
+                                                Clock::duration timeout, net::Netns netns) {
   auto& socket = self->socket_;
   asio::steady_timer timer(socket.get_executor(), timeout);
   using namespace asio::experimental::awaitable_operators;
-  auto result = co_await (socket.async_connect(endpoint, use_nothrow) || timer.async_wait(use_nothrow));
-  error_code ec = result.index() == 1 ? error_code(asio::error::timed_out) : std::get<0>(std::get<0>(result));
+  error_code ec;
+  if (!netns.own()) netns.open(socket, endpoint.protocol(), ec);
+  if (!ec) {
+    auto result = co_await (socket.async_connect(endpoint, use_nothrow) || timer.async_wait(use_nothrow));
+    ec = result.index() == 1 ? error_code(asio::error::timed_out) : std::get<0>(std::get<0>(result));
+  }
   if (!ec) socket.set_option(tcp::no_delay(true), ec);
   if (!ec && !self->start()) ec = asio::error::no_memory;
   if (ec) {

@@ -57,8 +57,9 @@ class ClientConnection {
       : socket_(ex), wire_(ex), ready_(ex, Clock::time_point::max()), max_header_bytes_(max_header_bytes) {}
 
   // Connects and starts the session; waiters on wait_ready() learn the outcome.
+  // The socket is made in `netns` (common/netns.h).
   static asio::awaitable<void> connect(std::shared_ptr<ClientConnection> self, tcp::endpoint endpoint,
-                                       Clock::duration timeout);
+                                       Clock::duration timeout, net::Netns netns);
   asio::awaitable<error_code> wait_ready() {
     while (!connected_ && !broken_) co_await ready_.async_wait(use_nothrow);
     co_return broken_ ? (connect_error_ ? connect_error_ : error_code(asio::error::connection_reset)) : error_code{};

@@ -26,10 +26,12 @@ class Worker {
         context_(config, shared, index, io_.get_executor(), upstream),
         open_(open) {}
 
-  std::uint16_t bind(const tcp::endpoint& ep, const std::string& name) {
-    return open_listener(acceptor_, ep, name, true);
+  std::uint16_t bind(const tcp::endpoint& ep, const std::string& name, const net::Netns& netns) {
+    return open_listener(acceptor_, ep, name, true, netns);
   }
-  std::uint16_t bind_tls(const tcp::endpoint& ep) { return open_listener(tls_acceptor_, ep, "tls", true); }
+  std::uint16_t bind_tls(const tcp::endpoint& ep, const net::Netns& netns) {
+    return open_listener(tls_acceptor_, ep, "tls", true, netns);
+  }
 
   void start() {
     asio::co_spawn(io_, accept_loop(acceptor_, false), asio::detached);
@@ -150,14 +152,14 @@ void Server::start() {
   // The workers share each port through SO_REUSEPORT, which would also let another sluice of the same
   // user in: make sure nobody listens there first. Port 0: the first bind picks, the rest share it.
   const std::string name = shared_.instances ? "gateway" : "proxy";
-  claim_port(tcp::endpoint(address, config_.port), name);
-  if (shared_.tls) claim_port(tcp::endpoint(address, config_.tls_port), "tls");
+  claim_port(tcp::endpoint(address, config_.port), name, config_.netns);
+  if (shared_.tls) claim_port(tcp::endpoint(address, config_.tls_port), "tls", config_.netns);
   std::uint16_t port = config_.port;
-  for (auto& w : workers_) port = w->bind(tcp::endpoint(address, port), name);
+  for (auto& w : workers_) port = w->bind(tcp::endpoint(address, port), name, config_.netns);
   port_ = port;
   if (shared_.tls) {
     std::uint16_t tls_port = config_.tls_port;
-    for (auto& w : workers_) tls_port = w->bind_tls(tcp::endpoint(address, tls_port));
+    for (auto& w : workers_) tls_port = w->bind_tls(tcp::endpoint(address, tls_port), config_.netns);
     tls_port_ = tls_port;
   }
   for (auto& w : workers_) w->start();
