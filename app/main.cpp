@@ -20,6 +20,8 @@ constexpr std::string_view kUsage =
     "  gateway      local serverless gateway: sluice gateway -- CMD ARGS\n"
     "  run          run one app instance under the runtime: sluice run -- CMD ARGS\n"
     "  autoscaler   KPA tools: sluice autoscaler simulate --trace FILE.csv; autoscaler serve (KEDA)\n"
+    "  node         per-node agent: serves every pod that joins it (SLUICE_NODE_SOCKET)\n"
+    "  node-stub    a pod's side of per-node mode, in queue-proxy's place: joins the agent, drains on SIGTERM\n"
     "  help         this text; --version prints the version\n"
     "Run 'sluice <mode> --help' for a mode's options. The container image runs 'sluice sidecar'.\n";
 
@@ -56,6 +58,8 @@ int main(int argc, char** argv) {
     if (mode == "gateway") return run_gateway(args);
     if (mode == "run") return run_instance(args);
     if (mode == "autoscaler") return run_autoscaler(args);
+    if (mode == "node") return run_node(args);
+    if (mode == "node-stub") return run_node_stub(args);
     if (mode == "--version" || mode == "-V" || mode == "version") {
       std::printf("sluice %s\n", SLUICE_VERSION);
       return 0;

@@ -12,5 +12,7 @@ int run_sidecar(Args args);      // app/mode_sidecar.cpp: the queue-proxy drop-i
 int run_gateway(Args args);      // app/mode_gateway.cpp: local serverless gateway
 int run_autoscaler(Args args);   // app/mode_autoscaler.cpp: `autoscaler simulate|serve`
 int run_instance(Args args);     // app/mode_run.cpp: `run -- CMD`, one instance under the runtime
+int run_node(Args args);         // app/mode_node.cpp: the per-node agent
+int run_node_stub(Args args);    // app/mode_node.cpp: a pod's side of it, in queue-proxy's place
 
 }  // namespace sluice::app

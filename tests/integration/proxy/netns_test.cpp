@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <filesystem>
 
 #include "harness.h"
@@ -82,6 +84,51 @@ TEST(SidecarOutsideThePod, ANamespaceThatIsNotThereIsAConfigErrorNamingTheKey) {
   EXPECT_NE(p.stderr_text().find("SLUICE_NETNS=\"/run/netns/sluice-no-such-pod\": No such file or directory"),
             std::string::npos)
       << p.stderr_text() << p.stdout_text();
+}
+
+// `sluice node` and `sluice node-stub` (app/node/join.h): the stub, inside the pod, hands the agent on the
+// host its namespace and settings; the pod is then served on its own ports as by a sidecar. The stub's
+// SIGTERM drains the pod and the stub exits 0 once drained; a stub killed (the pod is gone) takes the pod's
+// proxy with it; the agent's SIGTERM ends it.
+TEST(NodeAgent, APodJoinsThroughItsStubIsServedInItsNamespaceAndDrainsWhenTheStubGetsSigterm) {
+  SLUICE_NEED("netns");
+  Pod pod;
+  Process app(ProcessOptions{.argv = pod.exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
+  const auto dir = fs::temp_directory_path() / ("sluice-node-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct RemoveDir { fs::path p; ~RemoveDir() { fs::remove_all(p); } } remove_dir{dir};
+  const std::string socket = (dir / "node.sock").string();
+  Process agent(ProcessOptions{.argv = {SLUICE_BIN, "node"}, .env = {{"SLUICE_NODE_SOCKET", socket}}});
+  ASSERT_TRUE(agent.wait_for_line("node agent listening", 10s)) << agent.stdout_text() << agent.stderr_text();
+
+  auto env = knative_env(8080);
+  env["QUEUE_SERVING_PORT"] = "8012";
+  env["SLUICE_DRAIN_QUIET_PERIOD_MS"] = "0";
+  env["SLUICE_NODE_SOCKET"] = socket;
+  auto listening = [&] { return pod.run({"ss", "-Htln", "sport = :8012"}).out.find("8012") != std::string::npos; };
+  {
+    Process stub(ProcessOptions{.argv = pod.exec({SLUICE_BIN, "node-stub"}), .env = env});
+    ASSERT_TRUE(stub.wait_for_line("joined the node agent", 10s)) << stub.stdout_text() << agent.stdout_text();
+    EXPECT_TRUE(eventually([&] {
+      return pod.run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
+    }, 10s)) << agent.stdout_text();
+    ASSERT_EQ(::kill(stub.pid(), SIGTERM), 0);
+    EXPECT_EQ(exit_status(stub, 20s), "exited 0") << stub.stdout_text() << agent.stdout_text();
+    EXPECT_NE(stub.stdout_text().find("\"message\":\"drained\""), std::string::npos) << stub.stdout_text();
+    EXPECT_FALSE(listening()) << "the drained pod's proxy still listens";
+  }
+  {
+    // Joined again, then killed as a deleted pod's containers are: the agent stops that pod's proxy.
+    Process stub(ProcessOptions{.argv = pod.exec({SLUICE_BIN, "node-stub"}), .env = env});
+    ASSERT_TRUE(stub.wait_for_line("joined the node agent", 10s)) << stub.stdout_text() << agent.stdout_text();
+    EXPECT_TRUE(eventually(listening, 10s)) << agent.stdout_text();
+    ASSERT_EQ(::kill(stub.pid(), SIGKILL), 0);
+    EXPECT_TRUE(agent.wait_for_line("pod left", 10s)) << agent.stdout_text();
+    EXPECT_TRUE(eventually([&] { return !listening(); }, 10s)) << "a killed pod's proxy still listens";
+  }
+  ASSERT_EQ(::kill(agent.pid(), SIGTERM), 0);
+  EXPECT_EQ(exit_status(agent, 20s), "exited 0") << agent.stdout_text();
+  EXPECT_FALSE(fs::exists(socket));
 }
 
 }  // namespace

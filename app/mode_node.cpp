@@ -1,0 +1,293 @@
+// `sluice node` (the per-node agent) and `sluice node-stub` (what a pod runs in queue-proxy's place on a
+// per-node cluster); the protocol between them is app/node/join.h.
+//
+// This first agent serves each pod by a `sluice sidecar` process it starts inside the pod's network
+// namespace with the pod's settings: the pod keeps its ports and its answers, the stub's SIGTERM drains
+// it, and a pod whose stub is killed is stopped. Serving every pod from the agent's own workers (sockets
+// made in each pod's namespace, common/netns.h and SLUICE_NETNS) is the next step; the protocol and the
+// stub stay as they are.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/modes.h"
+#include "app/node/join.h"
+#include "app/options.h"
+#include "common/config_error.h"
+#include "common/log.h"
+#include "runtime/spawn.h"
+
+extern char** environ;
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace sluice::app {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::vector<OptionSpec> node_specs() {
+  return {{"SLUICE_NODE_SOCKET", "socket", false,
+           "the agent's unix socket, where pods join (default /run/sluice/node.sock)"}};
+}
+
+// The agent's socket, from the flag or the environment; nullopt once --help was answered.
+std::optional<std::string> socket_option(Args args, std::string_view mode) {
+  Options o(node_specs(), process_env(), args);
+  if (o.help_requested()) {
+    std::fputs(o.help_text(mode).c_str(), stdout);
+    return std::nullopt;
+  }
+  return o.get_string("SLUICE_NODE_SOCKET", node::kDefaultSocket);
+}
+
+// SIGTERM and SIGINT as a descriptor to poll; blocked in every thread started after this.
+int signal_descriptor() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return ::signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+sockaddr_un unix_address(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path)
+    throw ConfigError("SLUICE_NODE_SOCKET=\"" + path + "\": longer than a unix socket path may be");
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  return a;
+}
+
+// Readable within `timeout` (or forever, -1): which of `fds`, or -1.
+int wait_readable(std::vector<int> fds, int timeout_ms) {
+  std::vector<pollfd> p;
+  for (int fd : fds) p.push_back({fd, POLLIN, 0});
+  while (true) {
+    const int n = ::poll(p.data(), p.size(), timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (p[i].revents) return static_cast<int>(i);
+    return -1;
+  }
+}
+
+std::string env_value(const std::vector<std::string>& env, std::string_view key) {
+  for (const auto& kv : env)
+    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
+      return kv.substr(key.size() + 1);
+  return {};
+}
+
+// What follows `word ` in a reply line, without its newline.
+std::string after(const std::string& text, std::string_view word) {
+  if (text.size() <= word.size()) return {};
+  std::string rest = text.substr(word.size() + 1);
+  if (!rest.empty() && rest.back() == '\n') rest.pop_back();
+  return rest;
+}
+
+std::string exit_text(const siginfo_t& info) {
+  return info.si_code == CLD_EXITED ? "exited with code " + std::to_string(info.si_status)
+                                    : "killed by signal " + std::to_string(info.si_status);
+}
+
+// One pod: its stub's connection, and the proxy serving it.
+class PodService {
+ public:
+  explicit PodService(int connection) : conn_(connection) {}
+  ~PodService() { ::close(conn_); }
+
+  void run() {
+    auto join = node::receive_message(conn_);
+    if (!join) return;
+    auto env = node::parse_join(join->text);
+    if (!env || join->fd < 0) {
+      if (join->fd >= 0) ::close(join->fd);
+      node::send_message(conn_, "refused not a join: expected \"join\" lines and the pod's network namespace\n");
+      return;
+    }
+    pod_ = env_value(*env, "SERVING_POD");
+    runtime::SpawnRequest req;
+    req.argv = {"/proc/self/exe", "sidecar"};
+    req.env = *env;
+    req.netns_fd = join->fd;
+    req.stdout_fd = STDOUT_FILENO;
+    req.stderr_fd = STDERR_FILENO;
+    auto proxy = runtime::spawn_process(req);
+    ::close(join->fd);
+    if (proxy.pid < 0) {
+      log::error("pod refused").kv("pod", pod_).kv("error", proxy.error);
+      node::send_message(conn_, "refused " + proxy.error + "\n");
+      return;
+    }
+    pid_ = proxy.pid;
+    if (stopping_) ::kill(proxy.pid, SIGTERM);  // the agent began stopping meanwhile
+    log::info("pod joined").kv("pod", pod_).kv("proxy_pid", static_cast<std::int64_t>(proxy.pid));
+    node::send_message(conn_, "joined\n");
+    serve(proxy.pidfd);
+    ::close(proxy.pidfd);
+  }
+
+  // The agent is stopping: drain the pod's proxy (its stub sees the connection close and joins again
+  // when an agent is back).
+  void stop() {
+    stopping_ = true;
+    if (const pid_t pid = pid_; pid > 0) ::kill(pid, SIGTERM);
+  }
+
+ private:
+  void serve(int pidfd) {
+    siginfo_t info{};
+    if (wait_readable({conn_, pidfd}, -1) == 1) {
+      ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED);
+      if (stopping_) return;  // the connection closes: the stub joins the next agent
+      log::warn("pod's proxy stopped").kv("pod", pod_).kv("status", exit_text(info));
+      node::send_message(conn_, "stopped " + exit_text(info) + "\n");
+      return;
+    }
+    auto m = node::receive_message(conn_);
+    ::kill(pid_, SIGTERM);
+    if (m && m->text == "drain\n") {
+      // The pod goes away: its proxy drains as queue-proxy does, for as long as that takes (the pod's
+      // grace period bounds it).
+      log::info("pod draining").kv("pod", pod_);
+      ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED);
+      log::info("pod drained").kv("pod", pod_).kv("status", exit_text(info));
+      node::send_message(conn_, "drained\n");
+      return;
+    }
+    // The stub is gone: the pod was killed (or its stub crashed and will join again). Nothing can reach
+    // a pod that is gone: a short grace, then SIGKILL.
+    if (m && m->fd >= 0) ::close(m->fd);
+    log::info("pod left").kv("pod", pod_);
+    if (wait_readable({pidfd}, 2000) != 0) ::kill(pid_, SIGKILL);
+    ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED);
+  }
+
+  int conn_;
+  std::string pod_;
+  std::atomic<pid_t> pid_{-1};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace
+
+int run_node(Args args) {
+  const auto socket = socket_option(args, "node");
+  if (!socket) return 0;
+  const std::string& path = *socket;
+  const auto address = unix_address(path);
+  const int signals = signal_descriptor();
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  ::unlink(path.c_str());  // an earlier agent's; a live one would have to be stopped first
+  const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (listener < 0 || ::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener, 128) != 0)
+    throw ConfigError("SLUICE_NODE_SOCKET=\"" + path + "\": " + std::strerror(errno));
+  ::chmod(path.c_str(), 0600);  // a pod joins as root (its stub's namespace handle says who it is)
+  log::info("node agent listening").kv("socket", path);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<PodService*> pods;
+  while (wait_readable({listener, signals}, -1) == 0) {
+    const int conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) continue;
+    auto* pod = new PodService(conn);
+    {
+      std::lock_guard lock(mu);
+      pods.insert(pod);
+    }
+    std::thread([&, pod] {
+      pod->run();
+      std::lock_guard lock(mu);
+      pods.erase(pod);
+      delete pod;
+      cv.notify_all();
+    }).detach();
+  }
+  log::info("node agent stopping: draining every pod");
+  ::close(listener);
+  ::unlink(path.c_str());
+  std::unique_lock lock(mu);
+  for (auto* pod : pods) pod->stop();
+  cv.wait(lock, [&] { return pods.empty(); });
+  log::info("stopped");
+  return 0;
+}
+
+int run_node_stub(Args args) {
+  const auto socket = socket_option(args, "node-stub");
+  if (!socket) return 0;
+  const std::string& path = *socket;
+  const auto address = unix_address(path);
+  const int signals = signal_descriptor();
+  const int netns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (netns < 0) throw ConfigError(std::string("/proc/self/ns/net: ") + std::strerror(errno));
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  const std::string join = node::join_text(env);
+
+  bool told_waiting = false;
+  while (true) {
+    const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (::connect(conn, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+      ::close(conn);
+      if (!told_waiting) log::info("waiting for the node agent").kv("socket", path).kv("error", std::strerror(errno));
+      told_waiting = true;
+      if (wait_readable({signals}, 1000) == 0) return 0;  // SIGTERM before any agent: nothing to drain
+      continue;
+    }
+    told_waiting = false;
+    auto reply = node::send_message(conn, join, netns) ? node::receive_message(conn) : std::nullopt;
+    if (reply && reply->text.rfind("refused", 0) == 0) {
+      log::error("the node agent refused this pod").kv("reason", after(reply->text, "refused"));
+      return 1;
+    }
+    if (reply && reply->text == "joined\n") {
+      log::info("joined the node agent").kv("socket", path);
+      if (wait_readable({conn, signals}, -1) == 1) {
+        // SIGTERM: the pod is going away. Exit once the agent has drained it (or is gone itself).
+        log::info("draining");
+        node::send_message(conn, "drain\n");
+        auto drained = node::receive_message(conn);
+        log::info(drained && drained->text == "drained\n" ? "drained" : "the node agent went away while draining");
+        return 0;
+      }
+      if (auto m = node::receive_message(conn); m && m->text.rfind("stopped", 0) == 0) {
+        log::error("the pod's proxy stopped").kv("status", after(m->text, "stopped"));
+        return 1;  // the kubelet restarts this container, which joins again
+      }
+    }
+    log::warn("the node agent went away: joining again when it is back");
+    ::close(conn);
+    if (wait_readable({signals}, 1000) == 0) return 0;
+  }
+}
+
+}  // namespace sluice::app

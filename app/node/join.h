@@ -1,0 +1,41 @@
+// How a pod joins `sluice node`, the per-node agent: its stub (`sluice node-stub`, the container that takes
+// queue-proxy's place) connects to the agent's unix socket and hands over the pod's queue-proxy settings
+// and its network namespace; the agent serves the pod from outside it (common/netns.h) until the stub asks
+// for a drain or goes away.
+//
+// SOCK_SEQPACKET, one message each way at a time, text:
+//   stub -> agent  "join\n" then the pod's environment as KEY=VALUE lines, with the namespace's file
+//                  descriptor attached (SCM_RIGHTS)
+//   agent -> stub  "joined\n" | "refused REASON\n"
+//   stub -> agent  "drain\n"   (the stub got SIGTERM: the pod is going away)
+//   agent -> stub  "drained\n" once the pod's in-flight requests are done | "stopped REASON\n" when its
+//                  proxy ended by itself
+// A closed connection ends the pod's service: the stub was killed, or the agent went away (the stub
+// joins again when the agent is back).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::app::node {
+
+inline constexpr std::string_view kDefaultSocket = "/run/sluice/node.sock";
+inline constexpr std::size_t kMaxMessageBytes = 256 * 1024;  // a pod's environment fits many times over
+
+struct Message {
+  std::string text;
+  int fd = -1;  // attached descriptor, owned by the receiver; -1 when none came
+};
+
+// One message, with `fd` attached when >= 0. False when the peer is gone.
+bool send_message(int socket, std::string_view text, int fd = -1);
+// The next message, blocking; nullopt when the peer closed (or the message was cut).
+std::optional<Message> receive_message(int socket);
+
+// "join\n" + lines, and back.
+std::string join_text(const std::vector<std::string>& env);
+std::optional<std::vector<std::string>> parse_join(std::string_view text);
+
+}  // namespace sluice::app::node

@@ -1,0 +1,55 @@
+// The per-node join protocol's messages (app/node/join.h) over a real socket pair.
+#include "app/node/join.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sluice::app::node {
+namespace {
+
+struct Pair {
+  Pair() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd), 0); }
+  ~Pair() {
+    ::close(fd[0]);
+    ::close(fd[1]);
+  }
+  int fd[2] = {-1, -1};
+};
+
+TEST(NodeJoin, TheEnvironmentAndTheNamespaceArriveAsOneMessage) {
+  Pair p;
+  const int ns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(ns, 0);
+  ASSERT_TRUE(send_message(p.fd[0], join_text({"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}), ns));
+  auto m = receive_message(p.fd[1]);
+  ASSERT_TRUE(m);
+  ASSERT_GE(m->fd, 0);
+  struct stat sent {}, got {};
+  ASSERT_EQ(::fstat(ns, &sent), 0);
+  ASSERT_EQ(::fstat(m->fd, &got), 0);
+  EXPECT_EQ(sent.st_ino, got.st_ino) << "the same namespace";
+  EXPECT_EQ(parse_join(m->text), (std::vector<std::string>{"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}));
+  ::close(ns);
+  ::close(m->fd);
+}
+
+TEST(NodeJoin, AValueOverSeveralLinesIsLeftOutAndAnythingButAJoinIsNone) {
+  EXPECT_EQ(parse_join(join_text({"A=1", "B=two\nlines", "C=3"})), (std::vector<std::string>{"A=1", "C=3"}));
+  EXPECT_FALSE(parse_join("drain\n"));
+  EXPECT_FALSE(parse_join("join\nNOT A SETTING\n"));
+  EXPECT_EQ(parse_join("join\n"), std::vector<std::string>{});
+}
+
+TEST(NodeJoin, APeerThatClosedIsNoMessage) {
+  Pair p;
+  ::close(p.fd[0]);
+  p.fd[0] = -1;
+  EXPECT_FALSE(receive_message(p.fd[1]));
+  EXPECT_FALSE(send_message(p.fd[1], "drain\n"));
+}
+
+}  // namespace
+}  // namespace sluice::app::node
