@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -125,20 +126,21 @@ class PodService {
     auto join = node::receive_message(conn_);
     if (!join) return;
     auto env = node::parse_join(join->text);
-    if (!env || join->fd < 0) {
-      if (join->fd >= 0) ::close(join->fd);
-      node::send_message(conn_, "refused not a join: expected \"join\" lines and the pod's network namespace\n");
+    if (!env || join->fds.size() != node::kMaxDescriptors) {
+      join->close_fds();
+      node::send_message(conn_, "refused not a join: expected \"join\" lines, the pod's network namespace, "
+                                "stdout and stderr\n");
       return;
     }
     pod_ = env_value(*env, "SERVING_POD");
     runtime::SpawnRequest req;
     req.argv = {"/proc/self/exe", "sidecar"};
     req.env = *env;
-    req.netns_fd = join->fd;
-    req.stdout_fd = STDOUT_FILENO;
-    req.stderr_fd = STDERR_FILENO;
+    req.netns_fd = join->fds[0];
+    req.stdout_fd = join->fds[1];  // the pod's log, as the stub's own
+    req.stderr_fd = join->fds[2];
     auto proxy = runtime::spawn_process(req);
-    ::close(join->fd);
+    join->close_fds();
     if (proxy.pid < 0) {
       log::error("pod refused").kv("pod", pod_).kv("error", proxy.error);
       node::send_message(conn_, "refused " + proxy.error + "\n");
@@ -170,21 +172,27 @@ class PodService {
       return;
     }
     auto m = node::receive_message(conn_);
-    ::kill(pid_, SIGTERM);
     if (m && m->text == "drain\n") {
+      ::kill(pid_, SIGTERM);
       // The pod goes away: its proxy drains as queue-proxy does, for as long as that takes (the pod's
       // grace period bounds it).
       log::info("pod draining").kv("pod", pod_);
+      if (wait_readable({pidfd, conn_}, -1) == 1) {
+        // The stub went away mid-drain: the kubelet's SIGKILL at the end of the grace period, or a second
+        // signal. Either ends queue-proxy at once.
+        log::info("pod left while draining").kv("pod", pod_);
+        ::kill(pid_, SIGKILL);
+      }
       ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED);
       log::info("pod drained").kv("pod", pod_).kv("status", exit_text(info));
       node::send_message(conn_, "drained\n");
       return;
     }
-    // The stub is gone: the pod was killed (or its stub crashed and will join again). Nothing can reach
-    // a pod that is gone: a short grace, then SIGKILL.
-    if (m && m->fd >= 0) ::close(m->fd);
+    // The stub is gone: the pod was killed, or its stub got a second signal (which ends queue-proxy at once)
+    // or crashed and will join again. Its proxy ends at once too.
+    if (m) m->close_fds();
     log::info("pod left").kv("pod", pod_);
-    if (wait_readable({pidfd}, 2000) != 0) ::kill(pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED);
   }
 
@@ -264,7 +272,8 @@ int run_node_stub(Args args) {
       continue;
     }
     told_waiting = false;
-    auto reply = node::send_message(conn, join, netns) ? node::receive_message(conn) : std::nullopt;
+    const int fds[] = {netns, STDOUT_FILENO, STDERR_FILENO};
+    auto reply = node::send_message(conn, join, fds) ? node::receive_message(conn) : std::nullopt;
     if (reply && reply->text.rfind("refused", 0) == 0) {
       log::error("the node agent refused this pod").kv("reason", after(reply->text, "refused"));
       return 1;
@@ -272,16 +281,27 @@ int run_node_stub(Args args) {
     if (reply && reply->text == "joined\n") {
       log::info("joined the node agent").kv("socket", path);
       if (wait_readable({conn, signals}, -1) == 1) {
-        // SIGTERM: the pod is going away. Exit once the agent has drained it (or is gone itself).
+        // SIGTERM: the pod is going away. Exit once the agent has drained it (or is gone itself); a
+        // second signal exits at once, with 1, as queue-proxy does, and the agent ends the pod's proxy.
         log::info("draining");
+        signalfd_siginfo first;
+        (void)!::read(signals, &first, sizeof first);
         node::send_message(conn, "drain\n");
+        if (wait_readable({conn, signals}, -1) == 1) {
+          log::warn("second signal: exiting at once");
+          return 1;
+        }
         auto drained = node::receive_message(conn);
         log::info(drained && drained->text == "drained\n" ? "drained" : "the node agent went away while draining");
         return 0;
       }
       if (auto m = node::receive_message(conn); m && m->text.rfind("stopped", 0) == 0) {
-        log::error("the pod's proxy stopped").kv("status", after(m->text, "stopped"));
-        return 1;  // the kubelet restarts this container, which joins again
+        // The proxy's own exit code (2: a configuration error), as if this container had been it; the
+        // kubelet restarts the container, which joins again.
+        const std::string status = after(m->text, "stopped");
+        log::error("the pod's proxy stopped").kv("status", status);
+        constexpr std::string_view kExited = "exited with code ";
+        return status.rfind(kExited, 0) == 0 ? std::atoi(status.c_str() + kExited.size()) : 1;
       }
     }
     log::warn("the node agent went away: joining again when it is back");

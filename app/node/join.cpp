@@ -9,20 +9,26 @@
 
 namespace sluice::app::node {
 
-bool send_message(int socket, std::string_view text, int fd) {
+void Message::close_fds() {
+  for (int fd : fds) ::close(fd);
+  fds.clear();
+}
+
+bool send_message(int socket, std::string_view text, std::span<const int> fds) {
+  if (fds.size() > kMaxDescriptors) return false;
   iovec iov{const_cast<char*>(text.data()), text.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxDescriptors)] = {};
+  if (!fds.empty()) {
     msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
   }
   while (true) {
     const ssize_t n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
@@ -37,17 +43,24 @@ std::optional<Message> receive_message(int socket) {
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxDescriptors)] = {};
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
   Message m;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&m.fd, CMSG_DATA(c), sizeof(int));
+  for (cmsghdr* c = n >= 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      m.fds.push_back(fd);
+    }
+  }
   if (n <= 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-    if (m.fd >= 0) ::close(m.fd);
+    m.close_fds();
     return std::nullopt;
   }
   buffer.resize(static_cast<std::size_t>(n));

@@ -4,8 +4,9 @@
 // for a drain or goes away.
 //
 // SOCK_SEQPACKET, one message each way at a time, text:
-//   stub -> agent  "join\n" then the pod's environment as KEY=VALUE lines, with the namespace's file
-//                  descriptor attached (SCM_RIGHTS)
+//   stub -> agent  "join\n" then the pod's environment as KEY=VALUE lines, with descriptors attached
+//                  (SCM_RIGHTS): the pod's network namespace, then the stub's stdout and stderr, where the
+//                  pod's proxy writes its logs (so the pod's log is where it was with queue-proxy)
 //   agent -> stub  "joined\n" | "refused REASON\n"
 //   stub -> agent  "drain\n"   (the stub got SIGTERM: the pod is going away)
 //   agent -> stub  "drained\n" once the pod's in-flight requests are done | "stopped REASON\n" when its
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,14 +25,16 @@ namespace sluice::app::node {
 
 inline constexpr std::string_view kDefaultSocket = "/run/sluice/node.sock";
 inline constexpr std::size_t kMaxMessageBytes = 256 * 1024;  // a pod's environment fits many times over
+inline constexpr std::size_t kMaxDescriptors = 3;
 
 struct Message {
   std::string text;
-  int fd = -1;  // attached descriptor, owned by the receiver; -1 when none came
+  std::vector<int> fds;  // attached descriptors, owned by the receiver
+  void close_fds();
 };
 
-// One message, with `fd` attached when >= 0. False when the peer is gone.
-bool send_message(int socket, std::string_view text, int fd = -1);
+// One message, with `fds` attached (at most kMaxDescriptors). False when the peer is gone.
+bool send_message(int socket, std::string_view text, std::span<const int> fds = {});
 // The next message, blocking; nullopt when the peer closed (or the message was cut).
 std::optional<Message> receive_message(int socket);
 

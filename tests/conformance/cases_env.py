@@ -41,7 +41,7 @@ def exits(t, overrides, variable, label="exit"):
     shown = {k: (v if v is None or len(v) < 80 else v[:80] + "...") for k, v in overrides.items()}
     check(code is not None, f"still running 20s after starting with {shown}")
     check(code != 0, f"exited 0 with {shown}")
-    if t.flavor == "sluice":
+    if t.flavor in ("sluice", "sluice-node"):
         check(variable in p.output(), f"exited {code} without naming {variable}: {p.tail()}")
     return p
 

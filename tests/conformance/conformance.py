@@ -86,8 +86,9 @@ def shard_main(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--binary", default="", help="the queue-proxy (or sluice) executable")
-    p.add_argument("--flavor", default="sluice", choices=["sluice", "queue-proxy"],
-                   help="sluice: started as `BINARY sidecar`; queue-proxy: `BINARY`, deliberate differences XFAIL")
+    p.add_argument("--flavor", default="sluice", choices=["sluice", "sluice-node", "queue-proxy"],
+                   help="sluice: started as `BINARY sidecar`; sluice-node: each pod served by `BINARY node` through "
+                        "its `BINARY node-stub`; queue-proxy: `BINARY`, deliberate differences XFAIL")
     p.add_argument("--app-binary", default="", help="sluice-demo-app, the user container")
     p.add_argument("--only", help="run only the cases whose name, profile or area contains one of these "
                                   "comma-separated strings")

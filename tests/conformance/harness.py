@@ -249,6 +249,20 @@ class World:
             raise RuntimeError(f"the demo app did not start: {line!r}")
         from upstreams import Recorder
         self.recorder = Recorder(RECORDER)
+        self.node_agent = None
+        if flavor == "sluice-node":
+            # `sluice node`, which every case's pod joins through its stub (app/node/join.h).
+            self.node_socket = os.path.join(tmp, "node.sock")
+            log = os.path.join(tmp, "node-agent.log")
+            with open(log, "wb") as out:
+                self.node_agent = subprocess.Popen([binary, "node"], env={"SLUICE_NODE_SOCKET": self.node_socket},
+                                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                   preexec_fn=_die_with_parent())
+            deadline = time.time() + 10
+            while not os.path.exists(self.node_socket):
+                if time.time() > deadline or self.node_agent.poll() is not None:
+                    raise RuntimeError(f"the node agent did not start: {open(log, 'rb').read()[-500:]!r}")
+                time.sleep(0.01)
 
     def need(self, *names):
         """Capabilities of the machine (tests/support/capability.sh probes them): a missing one skips the
@@ -345,7 +359,7 @@ class World:
     def close(self):
         for proxy in self.all_proxies:
             proxy.kill()
-        for p in [self.demo] + ([self._otlp[0]] if self._otlp else []):
+        for p in [self.demo] + ([self._otlp[0]] if self._otlp else []) + ([self.node_agent] if self.node_agent else []):
             p.kill()
             p.wait()
         if self._grpc:
@@ -365,7 +379,12 @@ class Proxy:
             if v is None:
                 full.pop(k, None)
         self.env = full
-        args = [world.binary] + (["sidecar"] if world.flavor == "sluice" else [])
+        self.flavor = world.flavor
+        if world.flavor == "sluice-node":  # the pod's stub; the pod's proxy is the agent's (World.node_agent)
+            full["SLUICE_NODE_SOCKET"] = world.node_socket
+            args = [world.binary, "node-stub"]
+        else:
+            args = [world.binary] + (["sidecar"] if world.flavor == "sluice" else [])
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.p = subprocess.Popen(args, env=full, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                       preexec_fn=_die_with_parent(new_session=True), cwd=world.tmp)
@@ -421,6 +440,12 @@ class Proxy:
             except OSError:
                 self.p.kill()
         self.p.wait()
+        if self.flavor == "sluice-node":
+            # The pod's proxy is the agent's child: it goes once the agent sees the stub gone. Every case
+            # shares this namespace (a pod in a cluster would have a new one), so wait for its ports.
+            deadline = time.time() + 5
+            while time.time() < deadline and any(port_open(p) for p in (MAIN, ADMIN, STATS)):
+                time.sleep(0.01)
 
 
 class T:

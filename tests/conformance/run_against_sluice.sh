@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The conformance suite against `sluice sidecar` (what ctest runs): run_against_sluice.sh SLUICE_BIN DEMO_APP_BIN.
+# The conformance suite against `sluice sidecar` (what ctest runs): run_against_sluice.sh SLUICE_BIN DEMO_APP_BIN
+# [sluice-node: each case's pod served by `sluice node` through its `sluice node-stub` instead].
 # Every case in private network namespaces, on queue-proxy's real ports, with the environment Knative injects.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -8,4 +9,4 @@ here=$(cd "$(dirname "$0")" && pwd)
 note_prefix=conformance
 . "$here/../image/lib.sh"
 reroot_if_chroot "$here/run_against_sluice.sh" "$@"
-exec "$here/run.sh" "$1" sluice "$2"
+exec "$here/run.sh" "$1" "${3:-sluice}" "$2"

@@ -81,9 +81,11 @@ TEST(SidecarOutsideThePod, ANamespaceThatIsNotThereIsAConfigErrorNamingTheKey) {
   env["SLUICE_NETNS"] = "/run/netns/sluice-no-such-pod";
   Process p(ProcessOptions{.argv = {SLUICE_BIN, "sidecar"}, .env = env});
   EXPECT_EQ(exit_status(p), "exited 2");  // a configuration error, as for every other key
-  EXPECT_NE(p.stderr_text().find("SLUICE_NETNS=\"/run/netns/sluice-no-such-pod\": No such file or directory"),
-            std::string::npos)
-      << p.stderr_text() << p.stdout_text();
+  // The exit can be seen before the last of its output is read.
+  EXPECT_TRUE(eventually([&] {
+    return p.stderr_text().find("SLUICE_NETNS=\"/run/netns/sluice-no-such-pod\": No such file or directory") !=
+           std::string::npos;
+  }, 5s)) << p.stderr_text() << p.stdout_text();
 }
 
 // `sluice node` and `sluice node-stub` (app/node/join.h): the stub, inside the pod, hands the agent on the
@@ -112,6 +114,8 @@ TEST(NodeAgent, APodJoinsThroughItsStubIsServedInItsNamespaceAndDrainsWhenTheStu
     EXPECT_TRUE(eventually([&] {
       return pod.run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
     }, 10s)) << agent.stdout_text();
+    // The pod's proxy logs where queue-proxy's did: the container's (the stub's) stdout.
+    EXPECT_NE(stub.stdout_text().find("\"listener\":\"proxy\""), std::string::npos) << stub.stdout_text();
     ASSERT_EQ(::kill(stub.pid(), SIGTERM), 0);
     EXPECT_EQ(exit_status(stub, 20s), "exited 0") << stub.stdout_text() << agent.stdout_text();
     EXPECT_NE(stub.stdout_text().find("\"message\":\"drained\""), std::string::npos) << stub.stdout_text();

@@ -23,17 +23,20 @@ TEST(NodeJoin, TheEnvironmentAndTheNamespaceArriveAsOneMessage) {
   Pair p;
   const int ns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(ns, 0);
-  ASSERT_TRUE(send_message(p.fd[0], join_text({"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}), ns));
+  const int fds[] = {ns, STDOUT_FILENO, STDERR_FILENO};
+  ASSERT_TRUE(send_message(p.fd[0], join_text({"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}), fds));
   auto m = receive_message(p.fd[1]);
   ASSERT_TRUE(m);
-  ASSERT_GE(m->fd, 0);
-  struct stat sent {}, got {};
-  ASSERT_EQ(::fstat(ns, &sent), 0);
-  ASSERT_EQ(::fstat(m->fd, &got), 0);
-  EXPECT_EQ(sent.st_ino, got.st_ino) << "the same namespace";
+  ASSERT_EQ(m->fds.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    struct stat sent {}, got {};
+    ASSERT_EQ(::fstat(fds[i], &sent), 0);
+    ASSERT_EQ(::fstat(m->fds[i], &got), 0);
+    EXPECT_EQ(sent.st_ino, got.st_ino) << "descriptor " << i << " is the same file";
+  }
   EXPECT_EQ(parse_join(m->text), (std::vector<std::string>{"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}));
   ::close(ns);
-  ::close(m->fd);
+  m->close_fds();
 }
 
 TEST(NodeJoin, AValueOverSeveralLinesIsLeftOutAndAnythingButAJoinIsNone) {
