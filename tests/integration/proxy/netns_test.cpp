@@ -1,7 +1,7 @@
 // SLUICE_NETNS: `sluice sidecar` on the host serves a pod it was handed the network namespace of, as the
 // per-node agent will serve every pod of a node. Every port listens inside the pod (its 127.0.0.1, its port
 // numbers, nothing on the host), the app and its readiness probe are reached on the pod's 127.0.0.1, and
-// each of sluice's threads stays in the host's namespace. The pod is a namespace the test makes with ip(8);
+// each of sluice's threads stays in the host's namespace. The pod is a namespace the test makes (unshare(1));
 // the demo app runs inside it, curl reaches the sidecar from inside it.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -20,24 +20,29 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// A pod's network namespace: held by a process unshare(1) started in a new one (no bind mount under
+// /run/netns, which a chroot may not allow), with its loopback up; commands run inside with nsenter(1).
 class Pod {
  public:
-  Pod() : name_("sluice-t" + std::to_string(::getpid())) {
-    run_command({"ip", "netns", "delete", name_}, 10s);  // a killed run's leftover, if any
-    if (run_command({"ip", "netns", "add", name_}, 10s).exit_code != 0) throw std::runtime_error("ip netns add");
-    if (run_command({"ip", "-n", name_, "link", "set", "lo", "up"}, 10s).exit_code != 0)
-      throw std::runtime_error("ip link set lo up");
+  Pod() : holder_(ProcessOptions{.argv = {"unshare", "--net", "--", "tail", "-f", "/dev/null"}}) {
+    const auto own = fs::read_symlink("/proc/self/ns/net");
+    const bool made = eventually([&] {
+      std::error_code ec;
+      const auto ns = fs::read_symlink(path(), ec);
+      return !ec && ns != own;
+    }, 10s);
+    if (!made) throw std::runtime_error("unshare --net did not make a namespace");
+    if (run({"ip", "link", "set", "lo", "up"}).exit_code != 0) throw std::runtime_error("ip link set lo up");
   }
-  ~Pod() { run_command({"ip", "netns", "delete", name_}, 10s); }
-  std::string path() const { return "/run/netns/" + name_; }
+  std::string path() const { return "/proc/" + std::to_string(holder_.pid()) + "/ns/net"; }
   std::vector<std::string> exec(std::vector<std::string> argv) const {
-    argv.insert(argv.begin(), {"ip", "netns", "exec", name_});
+    argv.insert(argv.begin(), {"nsenter", "--net=" + path(), "--"});
     return argv;
   }
   CommandResult run(std::vector<std::string> argv) const { return run_command(exec(std::move(argv)), 20s); }
 
  private:
-  std::string name_;
+  Process holder_;
 };
 
 TEST(SidecarOutsideThePod, ListensAndReachesTheAppInsideThePodsNamespaceFromTheHost) {
