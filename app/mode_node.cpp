@@ -133,10 +133,25 @@ class PodService {
       return;
     }
     pod_ = env_value(*env, "SERVING_POD");
+    // The pod's proxy runs as the stub does (the queue-proxy container's user): joining gives a pod
+    // nothing it did not have but a proxy inside its own namespace.
+    ucred peer{};
+    socklen_t peer_size = sizeof peer;
+    if (::getsockopt(conn_, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) != 0) {
+      join->close_fds();
+      node::send_message(conn_, std::string("refused the stub's credentials: ") + std::strerror(errno) + "\n");
+      return;
+    }
     runtime::SpawnRequest req;
+    req.uid = static_cast<int>(peer.uid);
+    req.gid = static_cast<int>(peer.gid);
     req.argv = {"/proc/self/exe", "sidecar"};
     req.env = *env;
     req.netns_fd = join->fds[0];
+    // An agent that dies (killed, out of memory) takes its pods' proxies along rather than leave them
+    // serving with nobody to drain them: the stubs join the next agent, which starts them afresh. This
+    // thread lives until the proxy is reaped.
+    req.parent_death_signal = SIGKILL;
     req.stdout_fd = join->fds[1];  // the pod's log, as the stub's own
     req.stderr_fd = join->fds[2];
     auto proxy = runtime::spawn_process(req);
@@ -148,7 +163,8 @@ class PodService {
     }
     pid_ = proxy.pid;
     if (stopping_) ::kill(proxy.pid, SIGTERM);  // the agent began stopping meanwhile
-    log::info("pod joined").kv("pod", pod_).kv("proxy_pid", static_cast<std::int64_t>(proxy.pid));
+    log::info("pod joined").kv("pod", pod_).kv("proxy_pid", static_cast<std::int64_t>(proxy.pid))
+        .kv("uid", static_cast<std::int64_t>(peer.uid));
     node::send_message(conn_, "joined\n");
     serve(proxy.pidfd);
     ::close(proxy.pidfd);
@@ -217,7 +233,9 @@ int run_node(Args args) {
   if (listener < 0 || ::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
       ::listen(listener, 128) != 0)
     throw ConfigError("SLUICE_NODE_SOCKET=\"" + path + "\": " + std::strerror(errno));
-  ::chmod(path.c_str(), 0600);  // a pod joins as root (its stub's namespace handle says who it is)
+  // Any user may join: a pod's proxy runs as its stub's user (SO_PEERCRED), in the namespace the stub
+  // handed over, which the stub holds already.
+  ::chmod(path.c_str(), 0666);
   log::info("node agent listening").kv("socket", path);
 
   std::mutex mu;

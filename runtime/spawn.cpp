@@ -36,10 +36,6 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
 
 [[noreturn]] void child(const SpawnRequest& req, pid_t parent, bool in_cgroup, const char* exe, char** argv,
                         char** envp, int err_fd) {
-  if (req.parent_death_signal != 0) {
-    if (::prctl(PR_SET_PDEATHSIG, req.parent_death_signal) != 0) child_fail(err_fd, errno);
-    if (::getppid() != parent) ::_exit(127);  // the parent died before the line above: nobody to serve
-  }
   // The parent may block signals (sluice run waits for SIGTERM with sigwait); the app must not inherit that.
   sigset_t none;
   sigemptyset(&none);
@@ -57,6 +53,11 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
     if (::syscall(SYS_setresgid, req.gid, req.gid, req.gid) != 0) child_fail(err_fd, errno);
   }
   if (req.uid >= 0 && ::syscall(SYS_setresuid, req.uid, req.uid, req.uid) != 0) child_fail(err_fd, errno);
+  // After the switch of user: a change of credentials clears the parent-death signal.
+  if (req.parent_death_signal != 0) {
+    if (::prctl(PR_SET_PDEATHSIG, req.parent_death_signal) != 0) child_fail(err_fd, errno);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before the line above: nobody to serve
+  }
   auto onto = [&](int fd, int target, int null_flags) {
     if (fd < 0) fd = ::open("/dev/null", null_flags);
     if (fd < 0 || ::dup2(fd, target) < 0) child_fail(err_fd, errno);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Renders deploy/knative, deploy/sidecar and deploy/keda with `kubectl kustomize` and checks what a cluster
+# Renders deploy/knative, deploy/sidecar, deploy/keda and deploy/node with `kubectl kustomize` and checks what a cluster
 # relies on: the image, ports, queue-proxy's environment, probes answered by sluice, the drain budget, and
 # each container's securityContext (runAsNonRoot, readOnlyRootFilesystem, no privilege escalation, every
 # capability dropped). No cluster is contacted: fields are read with `kubectl annotate --local -o jsonpath`.
@@ -147,6 +147,52 @@ check "keda: the trigger reaches the scaler's Service" "$(q keda $O '.spec.trigg
 check "keda: the trigger names the headless sidecars' Service" "$(q keda $O '.spec.triggers[0].metadata.sidecars')" \
   hello-sidecars.default.svc.cluster.local
 check "keda: at least one pod is kept (no activator in front)" "$([ "$(q keda $O .spec.minReplicaCount)" -ge 1 ] && echo yes)" yes
+
+# --- node: one sluice per node, every pod's queue-proxy a stub ------------------------------------------
+render node
+D=DaemonSet/sluice-node
+N='.spec.template.spec.containers[?(@.name=="node")]'
+P=MutatingAdmissionPolicy/sluice-node-stub
+check "node: the agent's image" "$(q node $D "$N.image")" "$image"
+check "node: the agent runs 'sluice node'" "$(q node $D "$N.args[*]")" node
+check "node: the agent runs on every node (tolerates every taint)" "$(q node $D '.spec.template.spec.tolerations[0].operator')" Exists
+socket_dir=$(q node $D "$N.volumeMounts[?(@.name==\"sluice-run\")].mountPath")
+check "node: the agent's socket is in its mounted directory" "$(env_of node $D "$N" SLUICE_NODE_SOCKET)" "$socket_dir/node.sock"
+check "node: that directory is the host's" "$(q node $D '.spec.template.spec.volumes[?(@.name=="sluice-run")].hostPath.path')" /run/sluice
+# The stub has no SLUICE_NODE_SOCKET of its own (Knative sets queue-proxy's environment): it uses the
+# default, which must be where the policy mounts the host's directory.
+default_socket=$(sed -n 's/.*kDefaultSocket = "\(.*\)";/\1/p' "$repo/app/node/join.h")
+check "node: the stub's default socket is the agent's" "$default_socket" "$socket_dir/node.sock"
+check "node: the agent keeps only SYS_ADMIN (setns), SETUID and SETGID (a pod's proxy runs as its stub's user)" \
+  "$(q node $D "$N.securityContext.capabilities.drop[*]") $(q node $D "$N.securityContext.capabilities.add[*]")" \
+  "ALL SYS_ADMIN SETUID SETGID"
+check "node: the agent's root file system is read-only" "$(q node $D "$N.securityContext.readOnlyRootFilesystem")" true
+check "node: the agent cannot gain privileges" "$(q node $D "$N.securityContext.allowPrivilegeEscalation")" false
+check "node: the agent's namespace allows a privileged pod" \
+  "$(q node Namespace/sluice-system '.metadata.labels.pod-security\.kubernetes\.io/enforce')" privileged
+check "node: the DaemonSet is in that namespace" "$(q node $D .metadata.namespace)" sluice-system
+check "node: the policy mutates pods at creation" \
+  "$(q node $P '.spec.matchConstraints.resourceRules[0].resources[*]') $(q node $P '.spec.matchConstraints.resourceRules[0].operations[*]')" \
+  "pods CREATE"
+check "node: the policy takes Knative revisions' pods" \
+  "$(q node $P '.spec.matchConstraints.objectSelector.matchExpressions[0].key') $(q node $P '.spec.matchConstraints.objectSelector.matchExpressions[0].operator')" \
+  "serving.knative.dev/revision Exists"
+# The expression spans lines, which q's one line per object cannot carry: only the policy has the field.
+mutation=$("$kubectl" annotate --local -f "$work/node.yaml" sluice.test/read=1 \
+  -o jsonpath='{.spec.mutations[0].applyConfiguration.expression}' | tr -d ' \n')
+check "node: the policy changes the queue-proxy container" \
+  "$(grep -o 'name:"queue-proxy"' <<<"$mutation")" 'name:"queue-proxy"'
+check "node: ... into the stub" "$(grep -o 'args:\["node-stub"\]' <<<"$mutation")" 'args:["node-stub"]'
+check "node: ... with the agent's directory mounted where the stub looks" \
+  "$(grep -o "mountPath:\"$socket_dir\"" <<<"$mutation")" "mountPath:\"$socket_dir\""
+check "node: ... which is the host's directory the agent mounts" \
+  "$(grep -o 'hostPath{path:"[^"]*"' <<<"$mutation")" 'hostPath{path:"/run/sluice"'
+check "node: the binding names the policy" "$(q node MutatingAdmissionPolicyBinding/sluice-node-stub .spec.policyName)" sluice-node-stub
+check "node: namespaces opt in by label" \
+  "$(q node MutatingAdmissionPolicyBinding/sluice-node-stub '.spec.matchResources.namespaceSelector.matchLabels.sluice\.dev/per-node')" enabled
+check "node: Knative's queue-proxy image is sluice's" "$(q node ConfigMap/config-deployment '.data.queue-sidecar-image')" "$image"
+check "node: the stub's CPU request is lowered (the agent does the work)" \
+  "$(q node ConfigMap/config-deployment '.data.queue-sidecar-cpu-request')" 1m
 
 echo
 [ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }

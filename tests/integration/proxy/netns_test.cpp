@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
 
 #include <filesystem>
+#include <map>
+#include <memory>
 
 #include "harness.h"
 #include "tests/support/capability.h"
@@ -37,6 +40,11 @@ class Pod {
   std::string path() const { return "/proc/" + std::to_string(holder_.pid()) + "/ns/net"; }
   std::vector<std::string> exec(std::vector<std::string> argv) const {
     argv.insert(argv.begin(), {"nsenter", "--net=" + path(), "--"});
+    return argv;
+  }
+  // As a container's unprivileged user (queue-proxy runs as 65532 in Knative's pods).
+  std::vector<std::string> exec_as(int uid, std::vector<std::string> argv) const {
+    argv.insert(argv.begin(), {"nsenter", "--net=" + path(), "-S", std::to_string(uid), "-G", std::to_string(uid), "--"});
     return argv;
   }
   CommandResult run(std::vector<std::string> argv) const { return run_command(exec(std::move(argv)), 20s); }
@@ -94,50 +102,121 @@ TEST(SidecarOutsideThePod, ANamespaceThatIsNotThereIsAConfigErrorNamingTheKey) {
 }
 
 // `sluice node` and `sluice node-stub` (app/node/join.h): the stub, inside the pod, hands the agent on the
-// host its namespace and settings; the pod is then served on its own ports as by a sidecar. The stub's
-// SIGTERM drains the pod and the stub exits 0 once drained; a stub killed (the pod is gone) takes the pod's
-// proxy with it; the agent's SIGTERM ends it.
-TEST(NodeAgent, APodJoinsThroughItsStubIsServedInItsNamespaceAndDrainsWhenTheStubGetsSigterm) {
-  SLUICE_NEED("netns");
-  Pod pod;
-  Process app(ProcessOptions{.argv = pod.exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
-  const auto dir = fs::temp_directory_path() / ("sluice-node-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  struct RemoveDir { fs::path p; ~RemoveDir() { fs::remove_all(p); } } remove_dir{dir};
-  const std::string socket = (dir / "node.sock").string();
-  Process agent(ProcessOptions{.argv = {SLUICE_BIN, "node"}, .env = {{"SLUICE_NODE_SOCKET", socket}}});
-  ASSERT_TRUE(agent.wait_for_line("node agent listening", 10s)) << agent.stdout_text() << agent.stderr_text();
+// host its namespace and settings; the pod is then served on its own ports as by a sidecar. The stub runs
+// as an unprivileged user, as in a Knative pod; the agent is root.
+class NodeAgent : public ::testing::Test {
+ protected:
+  static constexpr int kPodUser = 65534;
 
-  auto env = knative_env(8080);
-  env["QUEUE_SERVING_PORT"] = "8012";
-  env["SLUICE_DRAIN_QUIET_PERIOD_MS"] = "0";
-  env["SLUICE_NODE_SOCKET"] = socket;
-  auto listening = [&] { return pod.run({"ss", "-Htln", "sport = :8012"}).out.find("8012") != std::string::npos; };
+  void SetUp() override {
+    SLUICE_NEED("netns");
+    pod_ = std::make_unique<Pod>();
+    app_ = std::make_unique<Process>(ProcessOptions{.argv = pod_->exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
+    fs::create_directories(dir_);
+    // What the pod's user may reach: the socket's directory, and a copy of the binary (the build tree may
+    // sit where only root can look).
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+    fs::copy_file(SLUICE_BIN, stub_bin_);
+    env_ = knative_env(8080);
+    env_["QUEUE_SERVING_PORT"] = "8012";
+    env_["SLUICE_DRAIN_QUIET_PERIOD_MS"] = "0";
+    env_["SLUICE_NODE_SOCKET"] = socket_;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::unique_ptr<Process> start_agent() {
+    auto agent = std::make_unique<Process>(ProcessOptions{.argv = {SLUICE_BIN, "node"}, .env = {{"SLUICE_NODE_SOCKET", socket_}}});
+    if (!agent->wait_for_line("node agent listening", 10s))
+      ADD_FAILURE() << "no agent: " << agent->stdout_text() << agent->stderr_text();
+    return agent;
+  }
+  std::unique_ptr<Process> start_stub() {
+    return std::make_unique<Process>(ProcessOptions{.argv = pod_->exec_as(kPodUser, {stub_bin_, "node-stub"}), .env = env_});
+  }
+  // The pid of the proxy the agent started for the pod that joined last.
+  static long proxy_pid(const Process& agent) {
+    const std::string out = agent.stdout_text();
+    const auto line = out.substr(out.rfind("pod joined"));
+    return json_int_field(line.substr(0, line.find('\n')), "proxy_pid");
+  }
+  bool listening() const { return pod_->run({"ss", "-Htln", "sport = :8012"}).out.find("8012") != std::string::npos; }
+  bool serves() const {
+    return pod_->run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
+  }
+
+  std::unique_ptr<Pod> pod_;
+  std::unique_ptr<Process> app_;
+  const fs::path dir_ = fs::temp_directory_path() / ("sluice-node-" + std::to_string(::getpid()));
+  const std::string stub_bin_ = (dir_ / "sluice").string();
+  const std::string socket_ = (dir_ / "node.sock").string();
+  std::map<std::string, std::string> env_;
+};
+
+// The stub's SIGTERM drains the pod and the stub exits 0 once drained; a stub killed (the pod is gone) takes
+// the pod's proxy with it; the agent's SIGTERM ends it. The pod's proxy runs as the stub's user.
+TEST_F(NodeAgent, APodJoinsThroughItsStubIsServedInItsNamespaceAndDrainsWhenTheStubGetsSigterm) {
+  auto agent = start_agent();
   {
-    Process stub(ProcessOptions{.argv = pod.exec({SLUICE_BIN, "node-stub"}), .env = env});
-    ASSERT_TRUE(stub.wait_for_line("joined the node agent", 10s)) << stub.stdout_text() << agent.stdout_text();
-    EXPECT_TRUE(eventually([&] {
-      return pod.run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
-    }, 10s)) << agent.stdout_text();
+    auto stub = start_stub();
+    ASSERT_TRUE(stub->wait_for_line("joined the node agent", 10s)) << stub->stdout_text() << agent->stdout_text();
+    ASSERT_TRUE(agent->wait_for_line("pod joined", 10s)) << agent->stdout_text();
+    const long pid = proxy_pid(*agent);
+    std::string uid_line;
+    for (std::ifstream status("/proc/" + std::to_string(pid) + "/status"); std::getline(status, uid_line);)
+      if (uid_line.rfind("Uid:", 0) == 0) break;
+    const std::string u = std::to_string(kPodUser);
+    EXPECT_EQ(uid_line, "Uid:\t" + u + "\t" + u + "\t" + u + "\t" + u) << "the pod's proxy, pid " << pid;
+    EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text();
     // The pod's proxy logs where queue-proxy's did: the container's (the stub's) stdout.
-    EXPECT_NE(stub.stdout_text().find("\"listener\":\"proxy\""), std::string::npos) << stub.stdout_text();
-    ASSERT_EQ(::kill(stub.pid(), SIGTERM), 0);
-    EXPECT_EQ(exit_status(stub, 20s), "exited 0") << stub.stdout_text() << agent.stdout_text();
-    EXPECT_NE(stub.stdout_text().find("\"message\":\"drained\""), std::string::npos) << stub.stdout_text();
+    EXPECT_NE(stub->stdout_text().find("\"listener\":\"proxy\""), std::string::npos) << stub->stdout_text();
+    ASSERT_EQ(::kill(stub->pid(), SIGTERM), 0);
+    EXPECT_EQ(exit_status(*stub, 20s), "exited 0") << stub->stdout_text() << agent->stdout_text();
+    EXPECT_NE(stub->stdout_text().find("\"message\":\"drained\""), std::string::npos) << stub->stdout_text();
     EXPECT_FALSE(listening()) << "the drained pod's proxy still listens";
   }
   {
     // Joined again, then killed as a deleted pod's containers are: the agent stops that pod's proxy.
-    Process stub(ProcessOptions{.argv = pod.exec({SLUICE_BIN, "node-stub"}), .env = env});
-    ASSERT_TRUE(stub.wait_for_line("joined the node agent", 10s)) << stub.stdout_text() << agent.stdout_text();
-    EXPECT_TRUE(eventually(listening, 10s)) << agent.stdout_text();
-    ASSERT_EQ(::kill(stub.pid(), SIGKILL), 0);
-    EXPECT_TRUE(agent.wait_for_line("pod left", 10s)) << agent.stdout_text();
+    auto stub = start_stub();
+    ASSERT_TRUE(stub->wait_for_line("joined the node agent", 10s)) << stub->stdout_text() << agent->stdout_text();
+    EXPECT_TRUE(eventually([&] { return listening(); }, 10s)) << agent->stdout_text();
+    ASSERT_EQ(::kill(stub->pid(), SIGKILL), 0);
+    EXPECT_TRUE(agent->wait_for_line("pod left", 10s)) << agent->stdout_text();
     EXPECT_TRUE(eventually([&] { return !listening(); }, 10s)) << "a killed pod's proxy still listens";
   }
-  ASSERT_EQ(::kill(agent.pid(), SIGTERM), 0);
-  EXPECT_EQ(exit_status(agent, 20s), "exited 0") << agent.stdout_text();
-  EXPECT_FALSE(fs::exists(socket));
+  ASSERT_EQ(::kill(agent->pid(), SIGTERM), 0);
+  EXPECT_EQ(exit_status(*agent, 20s), "exited 0") << agent->stdout_text();
+  EXPECT_FALSE(fs::exists(socket_));
+}
+
+// An agent that dies takes its pods' proxies along (nothing is left serving that no agent could drain), and
+// the pod's stub joins the next agent, which serves the pod again.
+TEST_F(NodeAgent, AKilledAgentLeavesNoProxyBehindAndItsPodsJoinTheNextOne) {
+  auto agent = start_agent();
+  auto stub = start_stub();
+  ASSERT_TRUE(agent->wait_for_line("pod joined", 10s)) << agent->stdout_text() << stub->stdout_text();
+  const long first = proxy_pid(*agent);
+  EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text();
+  ASSERT_EQ(::kill(agent->pid(), SIGKILL), 0);
+  EXPECT_EQ(exit_status(*agent, 10s), "killed by signal 9");
+  // Gone, or a zombie that whoever inherited it has yet to reap.
+  auto runs = [](long pid) {
+    std::string stat;
+    std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
+    const auto state = stat.find(") ");
+    return state != std::string::npos && stat[state + 2] != 'Z';
+  };
+  EXPECT_TRUE(eventually([&] { return !runs(first) && !listening(); }, 10s))
+      << "the dead agent's proxy for the pod is still there";
+  EXPECT_TRUE(stub->wait_for_line("the node agent went away", 10s)) << stub->stdout_text();
+
+  agent = start_agent();
+  ASSERT_TRUE(agent->wait_for_line("pod joined", 10s)) << agent->stdout_text() << stub->stdout_text();
+  EXPECT_NE(proxy_pid(*agent), first);
+  EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text() << stub->stdout_text();
 }
 
 }  // namespace

@@ -1,16 +1,24 @@
 // Running tools to completion (runtime/exec.h): output captured or line by line, exit codes and signals,
 // the deadline, stdin from a file, and a child left in sluice's process group.
+// Also spawn_process itself where the runtime relies on it.
 #include "runtime/exec.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "runtime/spawn.h"
+#include "tests/support/capability.h"
 
 extern char** environ;
 
@@ -71,6 +79,26 @@ TEST(RunHelper, AMissingToolIsMinusOneWithTheReason) {
   EXPECT_NE(out.find("sluice-no-such-tool-anywhere"), std::string::npos) << out;
   EXPECT_EQ(run_helper({"/bin/sh", "-c", "echo hi; exit 2"}, out), 2);
   EXPECT_EQ(out, "hi\n");
+}
+
+// The per-node agent runs a pod's proxy as the pod's user and wants it gone with the thread serving the pod:
+// the parent-death signal must outlive the switch of user (a change of credentials clears it).
+TEST(SpawnProcess, AChildRunAsAnotherUserStillGetsItsParentDeathSignal) {
+  SLUICE_NEED("root");  // to switch users
+  SpawnRequest req = shell("exec sleep 60");
+  req.uid = 65534;
+  req.gid = 65534;
+  req.parent_death_signal = SIGKILL;
+  Spawned child;
+  std::thread([&] { child = spawn_process(req); }).join();  // the thread that forked it has ended
+  ASSERT_GT(child.pid, 0) << child.error;
+  pollfd p{child.pidfd, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 10000), 1) << "the child outlived the thread that started it";
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(static_cast<idtype_t>(3 /* P_PIDFD */), static_cast<id_t>(child.pidfd), &info, WEXITED), 0);
+  EXPECT_EQ(info.si_code, CLD_KILLED);
+  EXPECT_EQ(info.si_status, SIGKILL);
+  ::close(child.pidfd);
 }
 
 }  // namespace
