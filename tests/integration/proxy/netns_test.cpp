@@ -219,5 +219,76 @@ TEST_F(NodeAgent, AKilledAgentLeavesNoProxyBehindAndItsPodsJoinTheNextOne) {
   EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text() << stub->stdout_text();
 }
 
+// One agent, 100 pods of 10 revisions, each pod a namespace of its own with its app and its stub. Every pod is
+// served on its own 127.0.0.1:8012 by a proxy with its own settings; one pod drains while the others serve
+// on; one pod is deleted whole (stub, app and namespace gone at once, as when a node kills a pod) and the
+// agent is left with nothing of it: no proxy, no descriptor.
+TEST_F(NodeAgent, OneAgentServesAHundredPodsOfTenRevisionsAndOnePodsEndTouchesNoOther) {
+  constexpr int kPods = 100, kRevisions = 10;
+  auto agent = start_agent();
+  const auto descriptors = [&] {
+    return std::distance(fs::directory_iterator("/proc/" + std::to_string(agent->pid()) + "/fd"), fs::directory_iterator{});
+  };
+  const auto idle_descriptors = descriptors();
+  struct Member {
+    std::unique_ptr<Pod> pod;
+    std::unique_ptr<Process> app, stub;
+  };
+  std::vector<Member> pods(kPods);
+  for (int i = 0; i < kPods; ++i) {
+    auto& m = pods[i];
+    m.pod = std::make_unique<Pod>();
+    m.app = std::make_unique<Process>(ProcessOptions{.argv = m.pod->exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
+    auto env = env_;
+    env["SERVING_REVISION"] = "rev-" + std::to_string(i % kRevisions);
+    env["SERVING_POD"] = "rev-" + std::to_string(i % kRevisions) + "-pod-" + std::to_string(i);
+    m.stub = std::make_unique<Process>(ProcessOptions{.argv = m.pod->exec_as(kPodUser, {stub_bin_, "node-stub"}), .env = env});
+  }
+  const auto serves = [&](int i) {
+    return pods[i].pod->run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
+  };
+  const auto listens = [&](int i) {
+    return pods[i].pod->run({"ss", "-Htln", "sport = :8012"}).out.find("8012") != std::string::npos;
+  };
+  for (int i = 0; i < kPods; ++i) {
+    ASSERT_TRUE(eventually([&] { return serves(i); }, 60s)) << "pod " << i << ": " << pods[i].stub->stdout_text();
+    // The pod's own settings: its proxy logs as its revision and pod.
+    const std::string rev = "rev-" + std::to_string(i % kRevisions);
+    EXPECT_NE(pods[i].stub->stdout_text().find("\"knative.dev/key\":\"default/" + rev + "\""), std::string::npos) << i;
+    EXPECT_NE(pods[i].stub->stdout_text().find("\"knative.dev/pod\":\"" + rev + "-pod-" + std::to_string(i) + "\""),
+              std::string::npos) << i;
+  }
+
+  // Pod 0 drains (its stub's SIGTERM); the others serve throughout.
+  ASSERT_EQ(::kill(pods[0].stub->pid(), SIGTERM), 0);
+  for (int i = 1; i < kPods; i += 7) EXPECT_TRUE(serves(i)) << "pod " << i << " while pod 0 drains";
+  EXPECT_EQ(exit_status(*pods[0].stub, 20s), "exited 0") << pods[0].stub->stdout_text();
+  EXPECT_FALSE(listens(0));
+
+  // Pod 1 deleted whole: its stub, app and namespace go at once.
+  const long proxy_of_1 = [&] {
+    for (const auto& l : agent->lines())
+      if (l.find("\"pod joined\"") != std::string::npos && l.find("\"rev-1-pod-1\"") != std::string::npos)
+        return json_int_field(l, "proxy_pid");
+    return -1L;
+  }();
+  ASSERT_GT(proxy_of_1, 0) << agent->stdout_text();
+  pods[1].stub.reset();  // SIGKILL
+  pods[1].app.reset();
+  pods[1].pod.reset();
+  EXPECT_TRUE(eventually([&] { return ::kill(static_cast<pid_t>(proxy_of_1), 0) != 0; }, 10s))
+      << "the deleted pod's proxy is still there";
+  for (int i = 2; i < kPods; i += 7) EXPECT_TRUE(serves(i)) << "pod " << i << " after pod 1 was deleted";
+
+  // The rest go as pods do; nothing of any of them stays in the agent.
+  for (int i = 2; i < kPods; ++i) ::kill(pods[i].stub->pid(), SIGTERM);
+  for (int i = 2; i < kPods; ++i) EXPECT_EQ(exit_status(*pods[i].stub, 30s), "exited 0") << i;
+  EXPECT_TRUE(eventually([&] { return descriptors() == idle_descriptors; }, 10s))
+      << descriptors() << " descriptors open in the agent, " << idle_descriptors << " before any pod joined";
+  EXPECT_EQ(run_command({"pgrep", "-P", std::to_string(agent->pid())}).out, "") << "the agent still has children";
+  ASSERT_EQ(::kill(agent->pid(), SIGTERM), 0);
+  EXPECT_EQ(exit_status(*agent, 20s), "exited 0") << agent->stdout_text();
+}
+
 }  // namespace
 }  // namespace sluice::test
