@@ -1,15 +1,12 @@
-// `sluice node` (the per-node agent) and `sluice node-stub` (what a pod runs in queue-proxy's place on a
-// per-node cluster); the protocol between them is app/node/join.h.
+// `sluice node`, the per-node agent; what a pod runs in queue-proxy's place is app/node/stub.cpp, and the
+// protocol between them app/node/join.h.
 //
 // This first agent serves each pod by a `sluice sidecar` process it starts inside the pod's network
 // namespace with the pod's settings: the pod keeps its ports and its answers, the stub's SIGTERM drains
 // it, and a pod whose stub is killed is stopped. Serving every pod from the agent's own workers (sockets
 // made in each pod's namespace, common/netns.h and SLUICE_NETNS) is the next step; the protocol and the
 // stub stay as they are.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,12 +28,10 @@
 
 #include "app/modes.h"
 #include "app/node/join.h"
-#include "app/options.h"
+#include "app/node/node_socket.h"
 #include "common/config_error.h"
 #include "common/log.h"
 #include "runtime/spawn.h"
-
-extern char** environ;
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -47,68 +42,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::vector<OptionSpec> node_specs() {
-  return {{"SLUICE_NODE_SOCKET", "socket", false,
-           "the agent's unix socket, where pods join (default /run/sluice/node.sock)"}};
-}
-
-// The agent's socket, from the flag or the environment; nullopt once --help was answered.
-std::optional<std::string> socket_option(Args args, std::string_view mode) {
-  Options o(node_specs(), process_env(), args);
-  if (o.help_requested()) {
-    std::fputs(o.help_text(mode).c_str(), stdout);
-    return std::nullopt;
-  }
-  return o.get_string("SLUICE_NODE_SOCKET", node::kDefaultSocket);
-}
-
-// SIGTERM and SIGINT as a descriptor to poll; blocked in every thread started after this.
-int signal_descriptor() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return ::signalfd(-1, &set, SFD_CLOEXEC);
-}
-
-sockaddr_un unix_address(const std::string& path) {
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path)
-    throw ConfigError("SLUICE_NODE_SOCKET=\"" + path + "\": longer than a unix socket path may be");
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  return a;
-}
-
-// Readable within `timeout` (or forever, -1): which of `fds`, or -1.
-int wait_readable(std::vector<int> fds, int timeout_ms) {
-  std::vector<pollfd> p;
-  for (int fd : fds) p.push_back({fd, POLLIN, 0});
-  while (true) {
-    const int n = ::poll(p.data(), p.size(), timeout_ms);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    for (std::size_t i = 0; i < p.size(); ++i)
-      if (p[i].revents) return static_cast<int>(i);
-    return -1;
-  }
-}
+using node::wait_readable;
 
 std::string env_value(const std::vector<std::string>& env, std::string_view key) {
   for (const auto& kv : env)
     if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
       return kv.substr(key.size() + 1);
   return {};
-}
-
-// What follows `word ` in a reply line, without its newline.
-std::string after(const std::string& text, std::string_view word) {
-  if (text.size() <= word.size()) return {};
-  std::string rest = text.substr(word.size() + 1);
-  if (!rest.empty() && rest.back() == '\n') rest.pop_back();
-  return rest;
 }
 
 std::string exit_text(const siginfo_t& info) {
@@ -221,11 +161,11 @@ class PodService {
 }  // namespace
 
 int run_node(Args args) {
-  const auto socket = socket_option(args, "node");
+  const auto socket = node::socket_option(args, "node");
   if (!socket) return 0;
   const std::string& path = *socket;
-  const auto address = unix_address(path);
-  const int signals = signal_descriptor();
+  const auto address = node::unix_address(path);
+  const int signals = node::signal_descriptor();
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   ::unlink(path.c_str());  // an earlier agent's; a live one would have to be stopped first
@@ -265,67 +205,6 @@ int run_node(Args args) {
   cv.wait(lock, [&] { return pods.empty(); });
   log::info("stopped");
   return 0;
-}
-
-int run_node_stub(Args args) {
-  const auto socket = socket_option(args, "node-stub");
-  if (!socket) return 0;
-  const std::string& path = *socket;
-  const auto address = unix_address(path);
-  const int signals = signal_descriptor();
-  const int netns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (netns < 0) throw ConfigError(std::string("/proc/self/ns/net: ") + std::strerror(errno));
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  const std::string join = node::join_text(env);
-
-  bool told_waiting = false;
-  while (true) {
-    const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (::connect(conn, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-      ::close(conn);
-      if (!told_waiting) log::info("waiting for the node agent").kv("socket", path).kv("error", std::strerror(errno));
-      told_waiting = true;
-      if (wait_readable({signals}, 1000) == 0) return 0;  // SIGTERM before any agent: nothing to drain
-      continue;
-    }
-    told_waiting = false;
-    const int fds[] = {netns, STDOUT_FILENO, STDERR_FILENO};
-    auto reply = node::send_message(conn, join, fds) ? node::receive_message(conn) : std::nullopt;
-    if (reply && reply->text.rfind("refused", 0) == 0) {
-      log::error("the node agent refused this pod").kv("reason", after(reply->text, "refused"));
-      return 1;
-    }
-    if (reply && reply->text == "joined\n") {
-      log::info("joined the node agent").kv("socket", path);
-      if (wait_readable({conn, signals}, -1) == 1) {
-        // SIGTERM: the pod is going away. Exit once the agent has drained it (or is gone itself); a
-        // second signal exits at once, with 1, as queue-proxy does, and the agent ends the pod's proxy.
-        log::info("draining");
-        signalfd_siginfo first;
-        (void)!::read(signals, &first, sizeof first);
-        node::send_message(conn, "drain\n");
-        if (wait_readable({conn, signals}, -1) == 1) {
-          log::warn("second signal: exiting at once");
-          return 1;
-        }
-        auto drained = node::receive_message(conn);
-        log::info(drained && drained->text == "drained\n" ? "drained" : "the node agent went away while draining");
-        return 0;
-      }
-      if (auto m = node::receive_message(conn); m && m->text.rfind("stopped", 0) == 0) {
-        // The proxy's own exit code (2: a configuration error), as if this container had been it; the
-        // kubelet restarts the container, which joins again.
-        const std::string status = after(m->text, "stopped");
-        log::error("the pod's proxy stopped").kv("status", status);
-        constexpr std::string_view kExited = "exited with code ";
-        return status.rfind(kExited, 0) == 0 ? std::atoi(status.c_str() + kExited.size()) : 1;
-      }
-    }
-    log::warn("the node agent went away: joining again when it is back");
-    ::close(conn);
-    if (wait_readable({signals}, 1000) == 0) return 0;
-  }
 }
 
 }  // namespace sluice::app

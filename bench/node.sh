@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/node.sh: what serving N pods costs, one `sluice node` (and each pod's `sluice node-stub`) against N
-# `sluice sidecar` processes (and N Knative queue-proxies with --queue-proxy). Each pod is a network
+# `sluice sidecar` processes (and N Knative queue-proxies with --queue-proxy). The stub is sluice-node-stub,
+# the image's small binary that deploy/node runs in each pod. Each pod is a network
 # namespace made here (unshare --net, its loopback up) with the demo app inside on 8080; every proxy serves
 # the pod on its own 127.0.0.1:8012 as in a Knative pod, with queue-proxy's environment (10 revisions).
 # For 1, 10 and 100 pods (--pods) it reports the proxies' memory idle and after every pod has served
@@ -15,12 +16,15 @@ PODS="1 10 100"
 DURATION=5
 IDLE=5
 QUEUE_PROXY=
+MODES="sidecar node"
 OUT=$ROOT/bench/out/node
 
 usage() {
   cat <<EOF
-usage: bench/node.sh [--pods "1 10 100"] [--duration S] [--idle S] [--bin-dir DIR] [--queue-proxy PATH]
+usage: bench/node.sh [--pods "1 10 100"] [--modes "sidecar node"] [--duration S] [--idle S] [--bin-dir DIR]
+                     [--queue-proxy PATH]
   --pods L          pod counts to measure (default "$PODS")
+  --modes L         any of sidecar node (default "$MODES"; --queue-proxy adds queue-proxy)
   --duration S      seconds of wrk load in one pod (default $DURATION)
   --idle S          seconds of the idle window (default $IDLE)
   --bin-dir DIR     where app/sluice and demo/sluice-demo-app are (default \$ROOT/build/release)
@@ -32,6 +36,7 @@ die() { echo "node.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case $1 in
     --pods) PODS=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --idle) IDLE=$2; shift 2 ;;
     --bin-dir) BIN_DIR=$2; shift 2 ;;
@@ -41,10 +46,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 SLUICE=$BIN_DIR/app/sluice
+STUB=$BIN_DIR/app/sluice-node-stub
 DEMO=$BIN_DIR/demo/sluice-demo-app
 [ "$(id -u)" = 0 ] || die "needs root (it makes network namespaces)"
 for t in unshare nsenter ip wrk h2load taskset curl; do command -v $t >/dev/null || die "needs $t"; done
-[ -x "$SLUICE" ] && [ -x "$DEMO" ] || die "build first: cmake --preset release && cmake --build --preset release"
+[ -x "$SLUICE" ] && [ -x "$STUB" ] && [ -x "$DEMO" ] || die "build first: cmake --preset release && cmake --build --preset release"
 [ -z "$QUEUE_PROXY" ] || [ -x "$QUEUE_PROXY" ] || die "--queue-proxy $QUEUE_PROXY is not an executable"
 MAX=0
 for n in $PODS; do [ "$n" -gt "$MAX" ] && MAX=$n; done
@@ -127,7 +133,7 @@ start() {
     case $mode in
       sidecar) cmd=("$SLUICE" sidecar) ;;
       queue-proxy) cmd=("$QUEUE_PROXY") ;;
-      node) cmd=("$SLUICE" node-stub) ;;
+      node) cmd=("$STUB") ;;
     esac
     # shellcheck disable=SC2046
     taskset -c 0 nsenter --net="$(netns "$i")" -- env -i PATH=/usr/bin:/bin $(pod_env "$i") \
@@ -220,7 +226,6 @@ measure() { # measure MODE N: one row of the table
   done
 }
 
-MODES="sidecar node"
 [ -z "$QUEUE_PROXY" ] || MODES="$MODES queue-proxy"
 {
   echo "# sluice bench/node.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -r), $(nproc) CPUs; sluice $("$SLUICE" --version 2>/dev/null | head -n1)"

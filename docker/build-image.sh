@@ -7,8 +7,9 @@
 #   docker/build-image.sh --base       only makes the base image (when missing)
 #   SLUICE_REFRESH_BASE=1 docker/build-image.sh    rebuilds the base image first
 #   SLUICE_IMAGE_TARGET=scaler docker/build-image.sh localhost/sluice-autoscaler:dev    the KEDA scaler image
-#   docker/build-image.sh --binary PATH [TAG]   the sidecar image around a sluice binary already built on this
-#       Debian 12 host (the image test's default: nothing compiled twice): docker/rootfs.sh runs here, then the
+#   docker/build-image.sh --binary PATH [TAG]   the sidecar image around a sluice binary (and the
+#       sluice-node-stub beside it) already built on this Debian 12 host (the image test's default: nothing
+#       compiled twice): docker/rootfs.sh runs here, then the
 #       Dockerfile's own final stage, with its root filesystem taken from here instead of the build stage
 # Prints the image's tag and uncompressed size last. Installs podman, runc and mmdebstrap when missing.
 set -euo pipefail
@@ -44,6 +45,10 @@ if [ -n "$binary" ]; then
   work=$(mktemp -d /tmp/sluice-image-build.XXXXXX)
   trap 'rm -rf "$work"' EXIT
   bash "$repo/docker/rootfs.sh" "$binary" "$work/rootfs" >/dev/null
+  # The image's second binary, the per-node stub, built beside sluice (cmake target sluice_node_stub_bin).
+  stub=$(dirname "$binary")/sluice-node-stub
+  [ -x "$stub" ] || { say "no $stub beside $binary: build the sluice_node_stub_bin target too"; exit 2; }
+  bash "$repo/docker/rootfs.sh" "$stub" "$work/rootfs" >/dev/null
   # The Dockerfile's final stage, from its FROM to the end, with the build stage's /rootfs replaced by this one.
   awk 'toupper($1) == "FROM" && $NF == "sidecar" { on = 1 } on' "$repo/docker/Dockerfile" |
     sed 's|^COPY --from=build /rootfs/ /$|COPY rootfs/ /|' >"$work/Containerfile"

@@ -3,6 +3,7 @@
 # libraries ldd names (and the loader), their Debian copyright files, an /etc/passwd naming uid 65532, and
 # an empty sticky /tmp. In a Dockerfile's build stage:  bash docker/rootfs.sh /build/app/sluice
 # On a Debian 12 host (docker/build-image.sh --binary):  bash docker/rootfs.sh BINARY DIR
+# Run again with another binary and the same ROOT, it adds that binary and its libraries.
 set -eu
 binary=$1
 root=${2:-/rootfs}

@@ -211,7 +211,7 @@ case "${1:-}" in
   test) run_tests ;;
   build) deps; build "${2:-release}" ;;
   bench) shift; deps; build release; exec bench/run.sh "$@" ;;
-  image-test) deps; deps image; cmake --preset release >/dev/null; cmake --build --preset release --target sluice_demo_app sluice; ctest --preset image ;;
+  image-test) deps; deps image; cmake --preset release >/dev/null; cmake --build --preset release --target sluice_demo_app sluice sluice_node_stub_bin; ctest --preset image ;;
   deps) deps "${2:-}" ;;
   *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps [build|scaler|image]|image-test" >&2; exit 2 ;;
 esac

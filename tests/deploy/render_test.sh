@@ -182,7 +182,9 @@ mutation=$("$kubectl" annotate --local -f "$work/node.yaml" sluice.test/read=1 \
   -o jsonpath='{.spec.mutations[0].applyConfiguration.expression}' | tr -d ' \n')
 check "node: the policy changes the queue-proxy container" \
   "$(grep -o 'name:"queue-proxy"' <<<"$mutation")" 'name:"queue-proxy"'
-check "node: ... into the stub" "$(grep -o 'args:\["node-stub"\]' <<<"$mutation")" 'args:["node-stub"]'
+check "node: ... into the stub (the image's sluice-node-stub)" \
+  "$(grep -o 'command:\["/sluice-node-stub"\]' <<<"$mutation")" 'command:["/sluice-node-stub"]'
+check "node: ... which the image has" "$(grep -c '^RUN .*rootfs.sh /build/app/sluice-node-stub' "$repo/docker/Dockerfile")" 1
 check "node: ... with the agent's directory mounted where the stub looks" \
   "$(grep -o "mountPath:\"$socket_dir\"" <<<"$mutation")" "mountPath:\"$socket_dir\""
 check "node: ... which is the host's directory the agent mounts" \

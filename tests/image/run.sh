@@ -63,13 +63,18 @@ for p in 8012 8022 8112 9090 9091; do
   cfg '{{range $k, $v := .Config.ExposedPorts}}{{$k}} {{end}}' | grep -qw "$p/tcp" || fail "port $p is not exposed"
 done
 
-# The final image holds the binary, shared libraries, their copyright files, passwd/group and /tmp only.
+# The final image holds the binaries, shared libraries, their copyright files, passwd/group and /tmp only.
 podman create --name "$name-files" "$tag" >/dev/null
 podman export "$name-files" | tar -t > "$work/files"
 podman rm "$name-files" >/dev/null
-unexpected=$(grep -vE '^(sluice|etc/|etc/(passwd|group)|tmp/|lib[^/]*/([^/]+/)?|lib[^/]*/([^/]+/)?[^/]+\.so[.0-9]*|usr/|usr/share/|usr/share/doc/|usr/share/doc/[^/]+/|usr/share/doc/[^/]+/copyright)$' "$work/files" || true)
+unexpected=$(grep -vE '^(sluice|sluice-node-stub|etc/|etc/(passwd|group)|tmp/|lib[^/]*/([^/]+/)?|lib[^/]*/([^/]+/)?[^/]+\.so[.0-9]*|usr/|usr/share/|usr/share/doc/|usr/share/doc/[^/]+/|usr/share/doc/[^/]+/copyright)$' "$work/files" || true)
 [ -z "$unexpected" ] || fail "unexpected files in the image: $unexpected"
 grep -qx sluice "$work/files" || fail "no /sluice in the image"
+grep -qx sluice-node-stub "$work/files" || fail "no /sluice-node-stub in the image"
+# Per-node mode's stub (deploy/node), as a pod's queue-proxy container would run it: it starts and knows its socket.
+stub_help=$(podman "${run_flags[@]}" run --rm "${ulimits[@]}" --read-only --user 65532 --cap-drop ALL \
+  --entrypoint /sluice-node-stub "$tag" --help 2>&1) || fail "/sluice-node-stub --help failed: $stub_help"
+grep -q SLUICE_NODE_SOCKET <<<"$stub_help" || fail "/sluice-node-stub --help does not name SLUICE_NODE_SOCKET: $stub_help"
 if podman "${run_flags[@]}" run --rm "${ulimits[@]}" --entrypoint /bin/sh "$tag" -c true >/dev/null 2>&1; then
   fail "the image has a shell"
 fi

@@ -113,11 +113,12 @@ class NodeAgent : public ::testing::Test {
     pod_ = std::make_unique<Pod>();
     app_ = std::make_unique<Process>(ProcessOptions{.argv = pod_->exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
     fs::create_directories(dir_);
-    // What the pod's user may reach: the socket's directory, and a copy of the binary (the build tree may
-    // sit where only root can look).
+    // What the pod's user may reach: the socket's directory, and a copy of the stub's binary (the build tree
+    // may sit where only root can look). The stub is the small sluice-node-stub, as deploy/node runs it;
+    // `sluice node-stub` is the same code (the conformance suite's sluice-node flavour runs that).
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
-    fs::copy_file(SLUICE_BIN, stub_bin_);
+    fs::copy_file(SLUICE_NODE_STUB_BIN, stub_bin_);
     env_ = knative_env(8080);
     env_["QUEUE_SERVING_PORT"] = "8012";
     env_["SLUICE_DRAIN_QUIET_PERIOD_MS"] = "0";
@@ -135,7 +136,7 @@ class NodeAgent : public ::testing::Test {
     return agent;
   }
   std::unique_ptr<Process> start_stub() {
-    return std::make_unique<Process>(ProcessOptions{.argv = pod_->exec_as(kPodUser, {stub_bin_, "node-stub"}), .env = env_});
+    return std::make_unique<Process>(ProcessOptions{.argv = pod_->exec_as(kPodUser, {stub_bin_}), .env = env_});
   }
   // The pid of the proxy the agent started for the pod that joined last.
   static long proxy_pid(const Process& agent) {
@@ -151,7 +152,7 @@ class NodeAgent : public ::testing::Test {
   std::unique_ptr<Pod> pod_;
   std::unique_ptr<Process> app_;
   const fs::path dir_ = fs::temp_directory_path() / ("sluice-node-" + std::to_string(::getpid()));
-  const std::string stub_bin_ = (dir_ / "sluice").string();
+  const std::string stub_bin_ = (dir_ / "sluice-node-stub").string();
   const std::string socket_ = (dir_ / "node.sock").string();
   std::map<std::string, std::string> env_;
 };
@@ -242,7 +243,7 @@ TEST_F(NodeAgent, OneAgentServesAHundredPodsOfTenRevisionsAndOnePodsEndTouchesNo
     auto env = env_;
     env["SERVING_REVISION"] = "rev-" + std::to_string(i % kRevisions);
     env["SERVING_POD"] = "rev-" + std::to_string(i % kRevisions) + "-pod-" + std::to_string(i);
-    m.stub = std::make_unique<Process>(ProcessOptions{.argv = m.pod->exec_as(kPodUser, {stub_bin_, "node-stub"}), .env = env});
+    m.stub = std::make_unique<Process>(ProcessOptions{.argv = m.pod->exec_as(kPodUser, {stub_bin_}), .env = env});
   }
   const auto serves = [&](int i) {
     return pods[i].pod->run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";

@@ -1,0 +1,32 @@
+// What the agent (app/mode_node.cpp) and the stub (app/node/stub.cpp) both do around the node's unix
+// socket: where it is, its address, waiting on it and on signals, and reading a reply's words.
+#pragma once
+
+#include <sys/un.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/modes.h"
+
+namespace sluice::app::node {
+
+// The agent's socket, from --socket or SLUICE_NODE_SOCKET (default kDefaultSocket); nullopt once --help
+// was answered (for `mode`).
+std::optional<std::string> socket_option(Args args, std::string_view mode);
+
+// Throws ConfigError naming SLUICE_NODE_SOCKET for a path too long for a unix socket.
+sockaddr_un unix_address(const std::string& path);
+
+// SIGTERM and SIGINT as a descriptor to poll; blocked in every thread started after this.
+int signal_descriptor();
+
+// Readable within `timeout_ms` (or forever, -1): the index of the first readable of `fds`, or -1.
+int wait_readable(std::vector<int> fds, int timeout_ms);
+
+// What follows `word ` in a message line, without its newline ("refused REASON\n" -> "REASON").
+std::string after(const std::string& text, std::string_view word);
+
+}  // namespace sluice::app::node

@@ -1,0 +1,89 @@
+// `sluice node-stub` (and the sluice-node-stub binary, app/node/stub_main.cpp): what a pod runs in
+// queue-proxy's place on a per-node cluster. It joins the node's agent (app/mode_node.cpp) with the pod's
+// settings, network namespace, stdout and stderr (app/node/join.h), then sleeps until the pod goes away
+// (SIGTERM: drain, exit once drained), its proxy stops (exit with the proxy's code) or the agent goes away
+// (join the next one). It runs for the pod's whole life, so it uses nothing but this folder, the options
+// and the log: the binary of its own is a fraction of the whole sluice's memory.
+#include <fcntl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "app/modes.h"
+#include "app/node/join.h"
+#include "app/node/node_socket.h"
+#include "common/config_error.h"
+#include "common/log.h"
+
+extern char** environ;
+
+namespace sluice::app {
+
+int run_node_stub(Args args) {
+  const auto socket = node::socket_option(args, "node-stub");
+  if (!socket) return 0;
+  const std::string& path = *socket;
+  const auto address = node::unix_address(path);
+  const int signals = node::signal_descriptor();
+  const int netns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (netns < 0) throw ConfigError(std::string("/proc/self/ns/net: ") + std::strerror(errno));
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  const std::string join = node::join_text(env);
+
+  bool told_waiting = false;
+  while (true) {
+    const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (::connect(conn, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+      ::close(conn);
+      if (!told_waiting) log::info("waiting for the node agent").kv("socket", path).kv("error", std::strerror(errno));
+      told_waiting = true;
+      if (node::wait_readable({signals}, 1000) == 0) return 0;  // SIGTERM before any agent: nothing to drain
+      continue;
+    }
+    told_waiting = false;
+    const int fds[] = {netns, STDOUT_FILENO, STDERR_FILENO};
+    auto reply = node::send_message(conn, join, fds) ? node::receive_message(conn) : std::nullopt;
+    if (reply && reply->text.rfind("refused", 0) == 0) {
+      log::error("the node agent refused this pod").kv("reason", node::after(reply->text, "refused"));
+      return 1;
+    }
+    if (reply && reply->text == "joined\n") {
+      log::info("joined the node agent").kv("socket", path);
+      if (node::wait_readable({conn, signals}, -1) == 1) {
+        // SIGTERM: the pod is going away. Exit once the agent has drained it (or is gone itself); a
+        // second signal exits at once, with 1, as queue-proxy does, and the agent ends the pod's proxy.
+        log::info("draining");
+        signalfd_siginfo first;
+        (void)!::read(signals, &first, sizeof first);
+        node::send_message(conn, "drain\n");
+        if (node::wait_readable({conn, signals}, -1) == 1) {
+          log::warn("second signal: exiting at once");
+          return 1;
+        }
+        auto drained = node::receive_message(conn);
+        log::info(drained && drained->text == "drained\n" ? "drained" : "the node agent went away while draining");
+        return 0;
+      }
+      if (auto m = node::receive_message(conn); m && m->text.rfind("stopped", 0) == 0) {
+        // The proxy's own exit code (2: a configuration error), as if this container had been it; the
+        // kubelet restarts the container, which joins again.
+        const std::string status = node::after(m->text, "stopped");
+        log::error("the pod's proxy stopped").kv("status", status);
+        constexpr std::string_view kExited = "exited with code ";
+        return status.rfind(kExited, 0) == 0 ? std::atoi(status.c_str() + kExited.size()) : 1;
+      }
+    }
+    log::warn("the node agent went away: joining again when it is back");
+    ::close(conn);
+    if (node::wait_readable({signals}, 1000) == 0) return 0;
+  }
+}
+
+}  // namespace sluice::app
