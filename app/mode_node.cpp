@@ -69,7 +69,7 @@ class PodService {
     if (!env || join->fds.size() != node::kMaxDescriptors) {
       join->close_fds();
       node::send_message(conn_, "refused not a join: expected \"join\" lines, the pod's network namespace, "
-                                "stdout and stderr\n");
+                                "stdout, stderr and root directory\n");
       return;
     }
     pod_ = env_value(*env, "SERVING_POD");
@@ -94,6 +94,11 @@ class PodService {
     req.parent_death_signal = SIGKILL;
     req.stdout_fd = join->fds[1];  // the pod's log, as the stub's own
     req.stderr_fd = join->fds[2];
+    // The pod's file system (the stub's root), for the files Knative mounts into the pod: descriptor 3 of
+    // the proxy, its root by /proc/self/fd/3.
+    req.inherit_fds = {join->fds[3]};
+    std::erase_if(req.env, [](const std::string& kv) { return kv.starts_with("SLUICE_POD_ROOT="); });
+    req.env.push_back("SLUICE_POD_ROOT=/proc/self/fd/3");
     auto proxy = runtime::spawn_process(req);
     join->close_fds();
     if (proxy.pid < 0) {

@@ -114,6 +114,9 @@ std::vector<OptionSpec> sidecar_options() {
        "PEM certificate chain for the TLS port (default /var/lib/knative/certs/tls.crt; the TLS port is off when "
        "neither file is set and the defaults do not exist)"},
       {"SLUICE_TLS_KEY_FILE", "tls-key-file", false, "PEM private key (default /var/lib/knative/certs/tls.key)"},
+      {"SLUICE_POD_ROOT", "pod-root", false,
+       "the pod's file system, under which the default TLS pair is looked for (default /; per-node mode: the "
+       "agent hands each pod's proxy its pod's)"},
       {"QUEUE_PROXY_TLS_MIN_VERSION", "queue-proxy-tls-min-version", false, "TLS port: 1.3 (default) or 1.2"},
       {"QUEUE_PROXY_TLS_MAX_VERSION", "queue-proxy-tls-max-version", false, "TLS port: 1.3 (default) or 1.2"},
       {"QUEUE_PROXY_TLS_CIPHER_SUITES", "queue-proxy-tls-cipher-suites", false,
@@ -196,8 +199,10 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
   c.proxy.port = o.get_port("QUEUE_SERVING_PORT", 8012);
   {
     // Knative mounts the pair here when system-internal-tls is on; queue-proxy serves TLS only then.
-    constexpr const char* kCert = "/var/lib/knative/certs/tls.crt";
-    constexpr const char* kKey = "/var/lib/knative/certs/tls.key";
+    auto root = o.get_string("SLUICE_POD_ROOT");
+    while (!root.empty() && root.back() == '/') root.pop_back();
+    const std::string kCert = root + "/var/lib/knative/certs/tls.crt";
+    const std::string kKey = root + "/var/lib/knative/certs/tls.key";
     auto cert = o.get_string("SLUICE_TLS_CERT_FILE"), key = o.get_string("SLUICE_TLS_KEY_FILE");
     const bool explicit_pair = !cert.empty() || !key.empty();
     if (cert.empty()) cert = kCert;

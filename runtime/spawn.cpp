@@ -65,8 +65,18 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   onto(req.stdin_fd, 0, O_RDONLY);
   onto(req.stdout_fd, 1, O_WRONLY);
   onto(req.stderr_fd, 2, O_WRONLY);
-  // Nothing of the runtime's (sockets, other instances' pipes) may leak into the app.
-  ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  // The descriptors handed on, onto 3, 4, ...: first each to a number above every target (so that none
+  // is overwritten before it is moved), then into place; dup2 leaves the copies open across exec.
+  const int first = 3, count = static_cast<int>(req.inherit_fds.size());
+  int staged[16];
+  if (count > 16) child_fail(err_fd, EMFILE);
+  for (int i = 0; i < count; ++i)
+    if ((staged[i] = ::fcntl(req.inherit_fds[static_cast<std::size_t>(i)], F_DUPFD_CLOEXEC, first + count)) < 0)
+      child_fail(err_fd, errno);
+  for (int i = 0; i < count; ++i)
+    if (::dup2(staged[i], first + i) < 0) child_fail(err_fd, errno);
+  // Nothing else of the runtime's (sockets, other instances' pipes) may leak into the app.
+  ::syscall(SYS_close_range, static_cast<unsigned>(first + count), ~0U, CLOSE_RANGE_CLOEXEC);
   if (!req.working_dir.empty() && ::chdir(req.working_dir.c_str()) != 0) child_fail(err_fd, errno);
   ::execve(exe, argv, envp);
   child_fail(err_fd, errno);

@@ -26,6 +26,7 @@ struct SpawnRequest {
   std::vector<int> join_procs_fds;  // further cgroup.procs files (a pod's v1 memory/cpu dirs) to write "0" to
   int uid = -1, gid = -1;        // when >= 0, the child drops supplementary groups and switches before exec
   int stdin_fd = -1;             // dup'ed onto 0; -1: /dev/null (at EOF)
+  std::vector<int> inherit_fds;  // dup'ed onto 3, 4, ... in order and left open across exec
   bool own_process_group = true;  // false: stays in sluice's (a terminal's Ctrl-C reaches it too)
 };
 

@@ -6,7 +6,8 @@
 // SOCK_SEQPACKET, one message each way at a time, text:
 //   stub -> agent  "join\n" then the pod's environment as KEY=VALUE lines, with descriptors attached
 //                  (SCM_RIGHTS): the pod's network namespace, then the stub's stdout and stderr, where the
-//                  pod's proxy writes its logs (so the pod's log is where it was with queue-proxy)
+//                  pod's proxy writes its logs (so the pod's log is where it was with queue-proxy), then
+//                  the stub's root directory (O_PATH), where Knative mounts the pod's files (TLS pair)
 //   agent -> stub  "joined\n" | "refused REASON\n"
 //   stub -> agent  "drain\n"   (the stub got SIGTERM: the pod is going away)
 //   agent -> stub  "drained\n" once the pod's in-flight requests are done | "stopped REASON\n" when its
@@ -25,7 +26,7 @@ namespace sluice::app::node {
 
 inline constexpr std::string_view kDefaultSocket = "/run/sluice/node.sock";
 inline constexpr std::size_t kMaxMessageBytes = 256 * 1024;  // a pod's environment fits many times over
-inline constexpr std::size_t kMaxDescriptors = 3;
+inline constexpr std::size_t kMaxDescriptors = 4;
 
 struct Message {
   std::string text;

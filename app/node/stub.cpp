@@ -33,6 +33,10 @@ int run_node_stub(Args args) {
   const int signals = node::signal_descriptor();
   const int netns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (netns < 0) throw ConfigError(std::string("/proc/self/ns/net: ") + std::strerror(errno));
+  // The container's file system, which the agent's does not show: the pod's proxy reads Knative's TLS
+  // pair through it.
+  const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) throw ConfigError(std::string("/: ") + std::strerror(errno));
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
   const std::string join = node::join_text(env);
@@ -48,7 +52,7 @@ int run_node_stub(Args args) {
       continue;
     }
     told_waiting = false;
-    const int fds[] = {netns, STDOUT_FILENO, STDERR_FILENO};
+    const int fds[] = {netns, STDOUT_FILENO, STDERR_FILENO, root};
     auto reply = node::send_message(conn, join, fds) ? node::receive_message(conn) : std::nullopt;
     if (reply && reply->text.rfind("refused", 0) == 0) {
       log::error("the node agent refused this pod").kv("reason", node::after(reply->text, "refused"));

@@ -291,5 +291,71 @@ TEST_F(NodeAgent, OneAgentServesAHundredPodsOfTenRevisionsAndOnePodsEndTouchesNo
   EXPECT_EQ(exit_status(*agent, 20s), "exited 0") << agent->stdout_text();
 }
 
+// Knative mounts a pod's TLS pair into the pod (system-internal-tls), where the agent cannot see it: the
+// stub hands over its root directory with the namespace, and the pod's proxy serves TLS with the pod's pair.
+// The pod here has a mount namespace of its own with the pair under /var/lib/knative/certs (a tmpfs over
+// /var/lib in it), which the agent's file system does not have.
+TEST_F(NodeAgent, APodsTlsPairIsReadFromThePodsOwnFileSystem) {
+  SLUICE_NEED("openssl");
+  ASSERT_FALSE(fs::exists("/var/lib/knative/certs/tls.crt"))
+      << "this machine has a Knative TLS pair of its own: the pod's would not be the only one";
+  const auto pair = dir_ / "pair";
+  fs::create_directories(pair);
+  ASSERT_EQ(run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                         "/CN=localhost", "-keyout", (pair / "tls.key").string(), "-out", (pair / "tls.crt").string()})
+                .exit_code, 0);
+  auto agent = start_agent();
+  auto env = env_;
+  env["QUEUE_SERVING_TLS_PORT"] = "8112";
+  const std::string u = std::to_string(kPodUser);
+  const std::string script =
+      "mount -t tmpfs tmpfs /var/lib && mkdir -p /var/lib/knative/certs && cp " + (pair / "tls.crt").string() + " " +
+      (pair / "tls.key").string() + " /var/lib/knative/certs/ && chmod 0644 /var/lib/knative/certs/tls.key && "
+      "exec nsenter --net=" + pod_->path() + " -S " + u + " -G " + u + " -- " + stub_bin_;
+  Process stub(ProcessOptions{.argv = {"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script},
+                              .env = env});
+  ASSERT_TRUE(stub.wait_for_line("joined the node agent", 10s)) << stub.stdout_text() << stub.stderr_text();
+  EXPECT_TRUE(stub.wait_for_line("\"listener\":\"tls\"", 10s)) << stub.stdout_text();
+  EXPECT_TRUE(eventually([&] {
+    return pod_->run({"curl", "-sSk", "--max-time", "5", "https://127.0.0.1:8112/"}).out == "Hello from sluice-demo-app\n";
+  }, 10s)) << stub.stdout_text() << agent->stdout_text();
+  EXPECT_FALSE(fs::exists("/var/lib/knative/certs/tls.crt")) << "the pod's pair is not the pod's alone";
+}
+
+// Pods share the agent, not their limits: a pod flooded past its concurrency limit (its queue full, the rest
+// refused with 503 as queue-proxy does) leaves a neighbour pod's requests all answered.
+TEST_F(NodeAgent, APodFloodedPastItsConcurrencyLimitLeavesItsNeighbourServing) {
+  auto agent = start_agent();
+  auto flooded_env = env_;
+  flooded_env["CONTAINER_CONCURRENCY"] = "1";
+  flooded_env["SLUICE_QUEUE_DEPTH"] = "5";
+  flooded_env["SERVING_POD"] = "flooded";
+  Process flooded_stub(ProcessOptions{.argv = pod_->exec_as(kPodUser, {stub_bin_}), .env = flooded_env});
+  Pod neighbour;
+  Process neighbour_app(ProcessOptions{.argv = neighbour.exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
+  auto neighbour_env = env_;
+  neighbour_env["SERVING_POD"] = "neighbour";
+  Process neighbour_stub(ProcessOptions{.argv = neighbour.exec_as(kPodUser, {stub_bin_}), .env = neighbour_env});
+  EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text();
+  auto ok = [&](const Pod& p) {
+    return p.run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
+  };
+  EXPECT_TRUE(eventually([&] { return ok(neighbour); }, 10s)) << agent->stdout_text();
+
+  // 100 clients asking for 30 s (stopped when the test ends), each request 300 ms in the app: one runs,
+  // five wait, the rest are refused as fast as they come.
+  Process flood(ProcessOptions{.argv = pod_->exec({"h2load", "--h1", "-D", "30", "-c", "100",
+                                                   "http://127.0.0.1:8012/delay/300"}),
+                               .merge_stderr = true});
+  ASSERT_TRUE(eventually([&] {
+    return pod_->run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5",
+                      "http://127.0.0.1:8012/"}).out == "503";
+  }, 10s)) << "the flooded pod never refused a request";
+  int answered = 0;
+  for (int i = 0; i < 50; ++i) answered += ok(neighbour) ? 1 : 0;
+  EXPECT_EQ(answered, 50) << "the neighbour answered " << answered << " of 50 while the other pod was flooded";
+  EXPECT_TRUE(flood.running()) << "the flood ended before the neighbour's requests: " << flood.stdout_text();
+}
+
 }  // namespace
 }  // namespace sluice::test

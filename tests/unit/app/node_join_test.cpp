@@ -23,12 +23,14 @@ TEST(NodeJoin, TheEnvironmentAndTheNamespaceArriveAsOneMessage) {
   Pair p;
   const int ns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(ns, 0);
-  const int fds[] = {ns, STDOUT_FILENO, STDERR_FILENO};
+  const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(root, 0);
+  const int fds[] = {ns, STDOUT_FILENO, STDERR_FILENO, root};
   ASSERT_TRUE(send_message(p.fd[0], join_text({"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}), fds));
   auto m = receive_message(p.fd[1]);
   ASSERT_TRUE(m);
-  ASSERT_EQ(m->fds.size(), 3u);
-  for (std::size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(m->fds.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
     struct stat sent {}, got {};
     ASSERT_EQ(::fstat(fds[i], &sent), 0);
     ASSERT_EQ(::fstat(m->fds[i], &got), 0);
@@ -36,6 +38,7 @@ TEST(NodeJoin, TheEnvironmentAndTheNamespaceArriveAsOneMessage) {
   }
   EXPECT_EQ(parse_join(m->text), (std::vector<std::string>{"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}));
   ::close(ns);
+  ::close(root);
   m->close_fds();
 }
 

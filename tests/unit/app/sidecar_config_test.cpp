@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "common/config_error.h"
@@ -317,6 +321,23 @@ TEST(SidecarConfig, ValuesQueueProxyStartsWithStartSluiceToo) {
   std::string notes;
   for (const auto& n : c.not_acted_on) notes += n + "\n";
   EXPECT_NE(notes.find("USER_PORT=http-port"), std::string::npos) << notes;
+}
+
+// Per-node mode hands each pod's proxy its pod's file system: Knative's TLS pair is looked for under it.
+TEST(SidecarConfig, TheDefaultTlsPairIsLookedForUnderThePodsRoot) {
+  const auto root = std::filesystem::temp_directory_path() / ("sluice-pod-root-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root / "var/lib/knative/certs");
+  struct Remove { std::filesystem::path p; ~Remove() { std::filesystem::remove_all(p); } } remove{root};
+  auto env = kRequired;
+  env["SLUICE_POD_ROOT"] = root.string() + "/";
+  EXPECT_FALSE(parse_sidecar_config(env_of(env), {}).proxy.tls) << "no pair there yet: the TLS port stays off";
+  std::ofstream(root / "var/lib/knative/certs/tls.crt") << "x";
+  std::ofstream(root / "var/lib/knative/certs/tls.key") << "x";
+  auto c = parse_sidecar_config(env_of(env), {});
+  ASSERT_TRUE(c.proxy.tls);
+  EXPECT_EQ(c.proxy.tls->cert_file, root.string() + "/var/lib/knative/certs/tls.crt");
+  EXPECT_EQ(c.proxy.tls->key_file, root.string() + "/var/lib/knative/certs/tls.key");
+  EXPECT_EQ(c.tls_port, 8112);
 }
 
 TEST(SidecarConfig, TlsKnobsAreIgnoredWhileTheTlsPortIsOff) {
