@@ -3,16 +3,22 @@
 // numbers, nothing on the host), the app and its readiness probe are reached on the pod's 127.0.0.1, and
 // each of sluice's threads stays in the host's namespace. The pod is a namespace the test makes (unshare(1));
 // the demo app runs inside it, curl reaches the sidecar from inside it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include <filesystem>
 #include <map>
 #include <memory>
 
+#include "app/node/join.h"
+#include "app/node/node_socket.h"
 #include "harness.h"
 #include "tests/support/capability.h"
 #include "tests/support/eventually.h"
@@ -22,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+namespace node = sluice::app::node;
 
 // A pod's network namespace: held by a process unshare(1) started in a new one (no bind mount under
 // /run/netns, which a chroot may not allow), with its loopback up; commands run inside with nsenter(1).
@@ -293,33 +300,49 @@ TEST_F(NodeAgent, OneAgentServesAHundredPodsOfTenRevisionsAndOnePodsEndTouchesNo
 
 // Knative mounts a pod's TLS pair into the pod (system-internal-tls), where the agent cannot see it: the
 // stub hands over its root directory with the namespace, and the pod's proxy serves TLS with the pod's pair.
-// The pod here has a mount namespace of its own with the pair under /var/lib/knative/certs (a tmpfs over
-// /var/lib in it), which the agent's file system does not have.
+// The pod's file system here is a directory holding var/lib/knative/certs, which the agent's file system
+// does not have; the test joins as the stub would, with that directory as the pod's root (making a real
+// stub see another root takes a mount namespace, which a chroot such as CI's refuses to make private).
 TEST_F(NodeAgent, APodsTlsPairIsReadFromThePodsOwnFileSystem) {
   SLUICE_NEED("openssl");
   ASSERT_FALSE(fs::exists("/var/lib/knative/certs/tls.crt"))
       << "this machine has a Knative TLS pair of its own: the pod's would not be the only one";
-  const auto pair = dir_ / "pair";
-  fs::create_directories(pair);
+  const auto pod_root = dir_ / "pod-root";
+  const auto certs = pod_root / "var/lib/knative/certs";
+  fs::create_directories(certs);
   ASSERT_EQ(run_command({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                         "/CN=localhost", "-keyout", (pair / "tls.key").string(), "-out", (pair / "tls.crt").string()})
+                         "/CN=localhost", "-keyout", (certs / "tls.key").string(), "-out", (certs / "tls.crt").string()})
                 .exit_code, 0);
   auto agent = start_agent();
+
+  // The stub's side of app/node/join.h.
+  const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  const auto address = node::unix_address(socket_);
+  ASSERT_EQ(::connect(conn, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0) << std::strerror(errno);
+  struct Close { int fd; ~Close() { ::close(fd); } } close_conn{conn};
+  const int netns = ::open(pod_->path().c_str(), O_RDONLY | O_CLOEXEC);
+  const int root = ::open(pod_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const int log = ::open((dir_ / "pod.log").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_TRUE(netns >= 0 && root >= 0 && log >= 0) << std::strerror(errno);
   auto env = env_;
   env["QUEUE_SERVING_TLS_PORT"] = "8112";
-  const std::string u = std::to_string(kPodUser);
-  const std::string script =
-      "mount -t tmpfs tmpfs /var/lib && mkdir -p /var/lib/knative/certs && cp " + (pair / "tls.crt").string() + " " +
-      (pair / "tls.key").string() + " /var/lib/knative/certs/ && chmod 0644 /var/lib/knative/certs/tls.key && "
-      "exec nsenter --net=" + pod_->path() + " -S " + u + " -G " + u + " -- " + stub_bin_;
-  Process stub(ProcessOptions{.argv = {"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script},
-                              .env = env});
-  ASSERT_TRUE(stub.wait_for_line("joined the node agent", 10s)) << stub.stdout_text() << stub.stderr_text();
-  EXPECT_TRUE(stub.wait_for_line("\"listener\":\"tls\"", 10s)) << stub.stdout_text();
+  std::vector<std::string> lines;
+  for (const auto& [k, v] : env) lines.push_back(k + "=" + v);
+  const int fds[] = {netns, log, log, root};
+  ASSERT_TRUE(node::send_message(conn, node::join_text(lines), fds));
+  for (int fd : fds) ::close(fd);
+  auto reply = node::receive_message(conn);
+  ASSERT_TRUE(reply && reply->text == "joined\n") << (reply ? reply->text : "no reply") << agent->stdout_text();
+
+  const auto pod_log = [&] {
+    std::ifstream in(dir_ / "pod.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_TRUE(eventually([&] { return pod_log().find("\"listener\":\"tls\"") != std::string::npos; }, 10s))
+      << pod_log();
   EXPECT_TRUE(eventually([&] {
     return pod_->run({"curl", "-sSk", "--max-time", "5", "https://127.0.0.1:8112/"}).out == "Hello from sluice-demo-app\n";
-  }, 10s)) << stub.stdout_text() << agent->stdout_text();
-  EXPECT_FALSE(fs::exists("/var/lib/knative/certs/tls.crt")) << "the pod's pair is not the pod's alone";
+  }, 10s)) << pod_log() << agent->stdout_text();
 }
 
 // Pods share the agent, not their limits: a pod flooded past its concurrency limit (its queue full, the rest
