@@ -1,9 +1,15 @@
 // `sluice sidecar`: the queue-proxy drop-in. Parses the configuration, starts the proxy on its workers
 // and the control plane (stats, metrics, admin) on a thread of its own; on SIGTERM/SIGINT drains as
-// queue-proxy does (health checks fail, quiet period, in-flight exchanges finish) and exits 0.
+// queue-proxy does (health checks fail, quiet period, in-flight exchanges finish) and exits 0. SIGQUIT, as
+// nginx's: a successor took the listening sockets (per-node mode's restart), so stop accepting at once, let
+// in-flight exchanges finish and exit 0, health checks passing all the while.
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -11,7 +17,9 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "app/modes.h"
+#include "app/node/join.h"
 #include "app/sidecar_config.h"
+#include "common/listen.h"
 #include "common/log.h"
 #include "proxy/control/control_plane.h"
 #include "proxy/listen/server.h"
@@ -58,8 +66,9 @@ int run_sidecar(Args args) {
 
   // The signal set exists before any worker thread starts, so every thread's signals reach it.
   asio::io_context control(1);
-  asio::signal_set signals(control, SIGTERM, SIGINT);
+  asio::signal_set signals(control, SIGTERM, SIGINT, SIGQUIT);
 
+  net::inherit_listeners(cfg.listen_fds);  // before the first port opens
   proxy::Server server(cfg.proxy);
   const bool push_metrics = cfg.metrics_push.protocol != proxy::telemetry::ExportProtocol::none;
   if (cfg.user_metrics || push_metrics) {
@@ -102,6 +111,9 @@ int run_sidecar(Args args) {
     log::info("serving a pod from outside its network namespace").kv("netns", cfg.proxy.netns.path());
   server.start();
   plane.start();
+  if (const auto unclaimed = net::close_unclaimed_listeners())
+    log::warn("listening sockets handed over but bound to no port of this configuration: closed")
+        .kv("count", static_cast<std::int64_t>(unclaimed));
   for (const auto& l : plane.listeners())
     log::info("listening").kv("listener", l.name).kv("address", cfg.control.listen_address).kv("port", static_cast<unsigned>(l.port));
   if (server.tls_port() != 0)
@@ -120,6 +132,13 @@ int run_sidecar(Args args) {
                                                                                                              : "http1")
       .kv("workers", server.workers())
       .kv("container_concurrency", cfg.container_concurrency);
+  if (cfg.node_channel >= 0) {
+    // Per-node mode: the agent keeps the sockets, to hand them to this proxy's successor when it restarts.
+    const auto fds = net::listening_descriptors();
+    if (!app::node::send_message(cfg.node_channel, "listening\n", fds))
+      log::warn("the listening sockets could not be handed to the node agent").kv("error", std::strerror(errno));
+    ::close(cfg.node_channel);
+  }
 
   std::promise<void> drained;
   asio::co_spawn(control, [&]() -> asio::awaitable<void> {
@@ -134,9 +153,15 @@ int run_sidecar(Args args) {
         std::fflush(stderr);
         std::_Exit(1);
       }
+      first = false;
+      if (sig == SIGQUIT) {
+        log::info("handed over: closing listeners").kv("signal", sig).kv("open_connections", server.open_connections());
+        plane.close_listeners();
+        drained.set_value();
+        continue;
+      }
       log::info("draining").kv("signal", sig).kv("open_connections", server.open_connections());
       plane.terminate();
-      first = false;
       asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         co_await plane.drained();
         drained.set_value();

@@ -1,6 +1,8 @@
 // Sidecar configuration; see sidecar_config.h. Names and meanings follow Knative's queue-proxy.
 #include "app/sidecar_config.h"
 
+#include <fcntl.h>
+
 #include <charconv>
 #include <filesystem>
 #include <system_error>
@@ -114,6 +116,12 @@ std::vector<OptionSpec> sidecar_options() {
        "PEM certificate chain for the TLS port (default /var/lib/knative/certs/tls.crt; the TLS port is off when "
        "neither file is set and the defaults do not exist)"},
       {"SLUICE_TLS_KEY_FILE", "tls-key-file", false, "PEM private key (default /var/lib/knative/certs/tls.key)"},
+      {"SLUICE_LISTEN_FDS", "listen-fds", false,
+       "listening sockets a predecessor handed over, as descriptor numbers (comma separated): each port takes "
+       "the one bound to its address instead of binding anew (set by the per-node agent when it restarts)"},
+      {"SLUICE_NODE_CHANNEL", "node-channel", false,
+       "a unix socket's descriptor on which, once listening, sluice hands its listening sockets to the per-node "
+       "agent that started it (set by that agent)"},
       {"SLUICE_POD_ROOT", "pod-root", false,
        "the pod's file system, under which the default TLS pair is looked for (default /; per-node mode: the "
        "agent hands each pod's proxy its pod's)"},
@@ -313,6 +321,27 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     c.proxy.readiness.netns = c.proxy.netns;
     for (auto& p : c.proxy.sidecar_readiness) p.netns = c.proxy.netns;
     c.control.netns = c.proxy.netns;
+  }
+  // Descriptors this process was started with (per-node mode): each one must be open.
+  auto descriptor = [](std::string_view text) {
+    int fd = -1;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), fd);
+    return ec == std::errc() && p == text.data() + text.size() && fd >= 3 && ::fcntl(fd, F_GETFD) >= 0 ? fd : -1;
+  };
+  if (const auto list = o.get_string("SLUICE_LISTEN_FDS"); !list.empty())
+    for (std::size_t at = 0;;) {
+      const auto comma = list.find(',', at);
+      const int fd = descriptor(std::string_view(list).substr(at, comma - at));
+      if (fd < 0)
+        throw ConfigError("SLUICE_LISTEN_FDS=\"" + list + "\": expected numbers of open descriptors (3 or more), comma separated");
+      c.listen_fds.push_back(fd);
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  if (const auto channel = o.get_string("SLUICE_NODE_CHANNEL"); !channel.empty()) {
+    c.node_channel = descriptor(channel);
+    if (c.node_channel < 0)
+      throw ConfigError("SLUICE_NODE_CHANNEL=\"" + channel + "\": expected the number of an open descriptor (3 or more)");
   }
   c.proxy.listen_address = o.get_string("SLUICE_LISTEN_ADDRESS");
   if (c.proxy.listen_address.empty()) c.proxy.listen_address = net::any_address(c.proxy.netns);

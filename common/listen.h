@@ -2,9 +2,11 @@
 // another process holds already is refused, as nginx refuses it, instead of being shared with it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/net.h"
 #include "common/netns.h"
@@ -20,7 +22,7 @@ class AddressInUse : public std::runtime_error {
 // "127.0.0.1:8012", "[::1]:8012".
 std::string endpoint_text(const tcp::endpoint& ep);
 
-// Binds and listens. With `share_with_own_workers` the socket gets SO_REUSEPORT so that the other
+// Binds and listens, or takes the inherited listener (below) bound to `ep`. With `share_with_own_workers` the socket gets SO_REUSEPORT so that the other
 // workers of this process can bind the same port (each its own accept queue); the kernel would let an
 // unrelated process of the same user join that group too, so call `claim_port` first.
 // The socket is made in `netns` (a pod's, in per-node mode; netns.h).
@@ -33,10 +35,22 @@ std::uint16_t open_listener(tcp::acceptor& acceptor, const tcp::endpoint& ep, co
 // Probed in `netns`.
 std::string any_address(const Netns& netns = {});
 
-// Fails with AddressInUse when anything listens on `ep` already, SO_REUSEPORT or not: a bind without
+// Fails with AddressInUse when anything but an inherited listener (below) listens on `ep` already, SO_REUSEPORT or not: a bind without
 // SO_REUSEPORT conflicts with every listening socket on the port. Port 0 needs no check (the kernel
 // picks a free port). The probe is closed before the workers bind: two sluices started within that
 // instant could still both get the port (a start-up check, not a lock).
 void claim_port(const tcp::endpoint& ep, const std::string& listener, const Netns& netns = {});
+
+// Listening sockets handed over by a predecessor, as nginx's binary upgrade hands them over: per-node
+// mode's agent restart (app/mode_node.cpp) starts each pod's new proxy with its old one's sockets, so that
+// no connection is refused or reset while one takes over from the other. open_listener takes the one bound
+// to its address instead of binding anew; the descriptors are owned here from this call on. Call before the
+// first listener opens.
+void inherit_listeners(const std::vector<int>& fds);
+// Those nobody took (the successor runs fewer workers than its predecessor did): closed; how many.
+std::size_t close_unclaimed_listeners();
+// Every listening socket this process opened or took, in that order: what it hands on to a successor. The
+// descriptors stay the acceptors'; one closed since is left out.
+std::vector<int> listening_descriptors();
 
 }  // namespace sluice::net

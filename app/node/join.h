@@ -26,7 +26,8 @@ namespace sluice::app::node {
 
 inline constexpr std::string_view kDefaultSocket = "/run/sluice/node.sock";
 inline constexpr std::size_t kMaxMessageBytes = 256 * 1024;  // a pod's environment fits many times over
-inline constexpr std::size_t kMaxDescriptors = 4;
+inline constexpr std::size_t kMaxDescriptors = 253;  // SCM_MAX_FD: a message carries at most these
+inline constexpr std::size_t kJoinDescriptors = 4;
 
 struct Message {
   std::string text;

@@ -174,6 +174,10 @@ asio::awaitable<ControlResponse> ControlPlane::serve_admin(const ControlRequest&
   }
 }
 
+void ControlPlane::close_listeners() {
+  for (auto& l : listeners_) l->close();
+}
+
 void ControlPlane::terminate() {
   if (terminating_) return;
   terminating_ = true;

@@ -54,6 +54,9 @@ class ControlPlane {
   void terminate();
   // Completes once terminate() was called and the drain's quiet period has passed.
   asio::awaitable<void> drained();
+  // On the control thread: stop accepting on every port (a successor holds the same sockets and answers
+  // there from now on; per-node mode's restart).
+  void close_listeners();
 
  private:
   asio::awaitable<void> report_loop();

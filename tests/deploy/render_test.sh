@@ -163,9 +163,12 @@ check "node: that directory is the host's" "$(q node $D '.spec.template.spec.vol
 # default, which must be where the policy mounts the host's directory.
 default_socket=$(sed -n 's/.*kDefaultSocket = "\(.*\)";/\1/p' "$repo/app/node/join.h")
 check "node: the stub's default socket is the agent's" "$default_socket" "$socket_dir/node.sock"
-check "node: the agent keeps only SYS_ADMIN (setns), SETUID and SETGID (a pod's proxy runs as its stub's user)" \
+check "node: the agent keeps only SYS_ADMIN (setns), SETUID, SETGID and KILL (a pod's proxy runs as its stub's user)" \
   "$(q node $D "$N.securityContext.capabilities.drop[*]") $(q node $D "$N.securityContext.capabilities.add[*]")" \
-  "ALL SYS_ADMIN SETUID SETGID"
+  "ALL SYS_ADMIN SETUID SETGID KILL"
+check "node: an update starts the new agent beside the old one (it takes the pods over)" \
+  "$(q node $D '.spec.updateStrategy.rollingUpdate.maxSurge') $(q node $D '.spec.updateStrategy.rollingUpdate.maxUnavailable')" "1 0"
+check "node: ... and deletes the old one only once the new one has run a while" "$(q node $D '.spec.minReadySeconds')" 10
 check "node: the agent's root file system is read-only" "$(q node $D "$N.securityContext.readOnlyRootFilesystem")" true
 check "node: the agent cannot gain privileges" "$(q node $D "$N.securityContext.allowPrivilegeEscalation")" false
 check "node: the agent's namespace allows a privileged pod" \

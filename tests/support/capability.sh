@@ -13,7 +13,7 @@
 set -uo pipefail
 
 NAMES="root busybox netns runc crun cgroup2-freeze cgroup2-cpu-max cgroup1-freezer cgroup1-cfs-quota podman
-chromium python-grpc python-otlp openssl curl nghttp localhost kubectl h2spec tmux"
+chromium python-grpc python-otlp openssl curl nghttp wrk localhost kubectl h2spec tmux"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-capability-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -118,6 +118,7 @@ probe() {
     curl) command -v curl >/dev/null || { echo "curl is not installed"; return 1; } ;;
     nghttp) command -v nghttp >/dev/null && command -v h2load >/dev/null ||
       { echo "nghttp and h2load are not installed (nghttp2-client)"; return 1; } ;;
+    wrk) command -v wrk >/dev/null || { echo "wrk is not installed"; return 1; } ;;
     openssl) command -v openssl >/dev/null || { echo "the openssl tool is not installed"; return 1; } ;;
     localhost) getent hosts localhost >/dev/null || { echo "'localhost' does not resolve (no /etc/hosts entry)"; return 1; } ;;
     kubectl) command -v kubectl >/dev/null || { echo "kubectl is not installed (kubernetes-client)"; return 1; } ;;

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -378,6 +380,70 @@ TEST_F(NodeAgent, APodFloodedPastItsConcurrencyLimitLeavesItsNeighbourServing) {
   for (int i = 0; i < 50; ++i) answered += ok(neighbour) ? 1 : 0;
   EXPECT_EQ(answered, 50) << "the neighbour answered " << answered << " of 50 while the other pod was flooded";
   EXPECT_TRUE(flood.running()) << "the flood ended before the neighbour's requests: " << flood.stdout_text();
+}
+
+// Restart without a lost request (app/mode_node.cpp): a second agent started beside the first takes the node
+// socket and every pod; each pod's new proxy accepts on its old one's sockets, and the old one finishes what
+// it had in flight. wrk keeps 20 connections busy on each of two pods throughout: not one request fails, and
+// no stub notices (none joins again).
+TEST_F(NodeAgent, AnAgentRestartedUnderLoadLosesNoRequestAndNoStubNotices) {
+  SLUICE_NEED("wrk");
+  auto first = start_agent();
+  Pod other;
+  Process other_app(ProcessOptions{.argv = other.exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
+  auto other_env = env_;
+  other_env["SERVING_POD"] = "other";
+  Process other_stub(ProcessOptions{.argv = other.exec_as(kPodUser, {stub_bin_}), .env = other_env});
+  auto stub = start_stub();
+  const std::array<const Pod*, 2> pods = {pod_.get(), &other};
+  auto ok = [](const Pod& p) {
+    return p.run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
+  };
+  for (const Pod* p : pods) ASSERT_TRUE(eventually([&] { return ok(*p); }, 10s)) << first->stdout_text();
+
+  // wrk counts as errors a connection refused, reset or closed with a request on it, a timeout and any
+  // status but 2xx/3xx.
+  std::vector<std::unique_ptr<Process>> loads;
+  for (const Pod* p : pods)
+    loads.push_back(std::make_unique<Process>(ProcessOptions{
+        .argv = p->exec({"wrk", "-t", "1", "-c", "20", "-d", "12s", "--timeout", "5s", "http://127.0.0.1:8012/"}),
+        .merge_stderr = true}));
+  auto established = [](const Pod& p) {
+    const auto out = p.run({"ss", "-Htn", "state", "established", "sport = :8012"}).out;
+    return std::count(out.begin(), out.end(), '\n');
+  };
+  for (const Pod* p : pods) ASSERT_TRUE(eventually([&] { return established(*p) >= 20; }, 10s)) << "wrk never connected";
+
+  Process second(ProcessOptions{.argv = {SLUICE_BIN, "node"}, .env = {{"SLUICE_NODE_SOCKET", socket_}}});
+  ASSERT_TRUE(eventually([&] {
+    const auto out = first->stdout_text();
+    return out.find("handed over: the new agent serves every pod") != std::string::npos;
+  }, 20s)) << first->stdout_text() << second.stdout_text() << stub->stdout_text() << stub->stderr_text();
+  // Each pod's old proxy has ended, the new ones serve, and wrk is still at it.
+  const std::string taken = second.stdout_text();
+  std::size_t count = 0;
+  for (auto at = taken.find("pod taken over"); at != std::string::npos; at = taken.find("pod taken over", at + 1)) ++count;
+  EXPECT_EQ(count, 2u) << taken;
+  for (const Pod* p : pods) EXPECT_TRUE(ok(*p));
+  for (const auto& load : loads) EXPECT_TRUE(load->running()) << "the load ended before the handover did";
+
+  // The old agent idles until SIGTERM, then exits without touching a pod.
+  first->signal(SIGTERM);
+  EXPECT_EQ(exit_status(*first), "exited 0") << first->stdout_text();
+  for (const auto& load : loads) {
+    EXPECT_EQ(exit_status(*load, 30s), "exited 0");
+    const auto out = load->stdout_text();
+    EXPECT_NE(out.find("requests in"), std::string::npos) << out;
+    EXPECT_EQ(out.find("Socket errors"), std::string::npos) << out;
+    EXPECT_EQ(out.find("Non-2xx"), std::string::npos) << out;
+  }
+  for (const Pod* p : pods) EXPECT_TRUE(ok(*p)) << second.stdout_text();
+  for (Process* s : {stub.get(), &other_stub}) {
+    const auto out = s->stdout_text();
+    EXPECT_EQ(out.find("joined the node agent"), out.rfind("joined the node agent")) << "a stub joined again: " << out;
+    EXPECT_TRUE(s->running());
+  }
+  EXPECT_EQ(first->stdout_text().find("pod not handed over"), std::string::npos) << first->stdout_text();
 }
 
 }  // namespace

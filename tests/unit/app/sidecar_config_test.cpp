@@ -340,6 +340,31 @@ TEST(SidecarConfig, TheDefaultTlsPairIsLookedForUnderThePodsRoot) {
   EXPECT_EQ(c.tls_port, 8112);
 }
 
+// Set by the per-node agent (app/mode_node.cpp) for a pod's proxy: descriptors it was started with.
+TEST(SidecarConfig, HandedOverListenersAndTheAgentsChannelAreOpenDescriptors) {
+  const int a = ::dup(STDOUT_FILENO), b = ::dup(STDOUT_FILENO);
+  auto env = kRequired;
+  env["SLUICE_LISTEN_FDS"] = std::to_string(a) + "," + std::to_string(b);
+  env["SLUICE_NODE_CHANNEL"] = std::to_string(b);
+  auto c = parse_sidecar_config(env_of(env), {});
+  EXPECT_EQ(c.listen_fds, (std::vector<int>{a, b}));
+  EXPECT_EQ(c.node_channel, b);
+  EXPECT_EQ(parse_sidecar_config(env_of(kRequired), {}).node_channel, -1);
+
+  ::close(b);  // no longer open
+  env = kRequired;
+  env["SLUICE_NODE_CHANNEL"] = std::to_string(b);
+  EXPECT_EQ(sidecar_error(env),
+            "SLUICE_NODE_CHANNEL=\"" + std::to_string(b) + "\": expected the number of an open descriptor (3 or more)");
+  for (const std::string& bad : {std::to_string(b), std::string("1"), std::string("x"), std::string(), std::string("-4")}) {
+    env = kRequired;
+    env["SLUICE_LISTEN_FDS"] = std::to_string(a) + "," + bad;
+    EXPECT_EQ(sidecar_error(env), "SLUICE_LISTEN_FDS=\"" + env["SLUICE_LISTEN_FDS"] +
+                                      "\": expected numbers of open descriptors (3 or more), comma separated") << bad;
+  }
+  ::close(a);
+}
+
 TEST(SidecarConfig, TlsKnobsAreIgnoredWhileTheTlsPortIsOff) {
   auto env = kRequired;
   env["QUEUE_PROXY_TLS_MIN_VERSION"] = "1.1";
