@@ -34,8 +34,9 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   ::_exit(127);
 }
 
+// `staged` has room for every inherited descriptor (allocated before the fork: none may be after it).
 [[noreturn]] void child(const SpawnRequest& req, pid_t parent, bool in_cgroup, const char* exe, char** argv,
-                        char** envp, int err_fd) {
+                        char** envp, int* staged, int err_fd) {
   // The parent may block signals (sluice run waits for SIGTERM with sigwait); the app must not inherit that.
   sigset_t none;
   sigemptyset(&none);
@@ -68,8 +69,6 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   // The descriptors handed on, onto 3, 4, ...: first each to a number above every target (so that none
   // is overwritten before it is moved), then into place; dup2 leaves the copies open across exec.
   const int first = 3, count = static_cast<int>(req.inherit_fds.size());
-  int staged[16];
-  if (count > 16) child_fail(err_fd, EMFILE);
   for (int i = 0; i < count; ++i)
     if ((staged[i] = ::fcntl(req.inherit_fds[static_cast<std::size_t>(i)], F_DUPFD_CLOEXEC, first + count)) < 0)
       child_fail(err_fd, errno);
@@ -115,6 +114,7 @@ Spawned spawn_process(const SpawnRequest& req) {
   }
   auto argv = cstrs(req.argv);
   auto envp = cstrs(req.env);
+  std::vector<int> staged(req.inherit_fds.size() + 1);
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     out.error = std::string("pipe: ") + std::strerror(errno);
@@ -140,7 +140,7 @@ Spawned spawn_process(const SpawnRequest& req) {
     ::close(err_pipe[1]);
     return out;
   }
-  if (pid == 0) child(req, parent, in_cgroup, exe.c_str(), argv.data(), envp.data(), err_pipe[1]);
+  if (pid == 0) child(req, parent, in_cgroup, exe.c_str(), argv.data(), envp.data(), staged.data(), err_pipe[1]);
   ::close(err_pipe[1]);
   int child_errno = 0;
   ssize_t n;

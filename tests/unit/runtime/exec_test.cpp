@@ -101,5 +101,41 @@ TEST(SpawnProcess, AChildRunAsAnotherUserStillGetsItsParentDeathSignal) {
   ::close(child.pidfd);
 }
 
+// A pod's proxy gets its root, the agent's channel and every listening socket it takes over (two per worker
+// and port): dozens on a large node. Each arrives at its number, in order, and nothing else does.
+TEST(SpawnProcess, EveryInheritedDescriptorArrivesInOrderFromThree) {
+  constexpr int kCount = 40;
+  std::vector<int> pipes;
+  SpawnRequest req = shell({});
+  req.argv = {"/bin/bash", "-c",  // bash: dash reads no descriptor above 9
+              "for fd in $(seq 3 42); do read line <&$fd && printf '%s ' \"$line\"; done; "
+              "[ -e /proc/self/fd/43 ] && echo leaked || echo end"};
+  for (int i = 0; i < kCount; ++i) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    const std::string line = std::to_string(i) + "\n";
+    ASSERT_EQ(::write(p[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    ::close(p[1]);
+    req.inherit_fds.push_back(p[0]);
+  }
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  req.stdout_fd = out[1];
+  auto child = spawn_process(req);
+  ::close(out[1]);
+  for (int fd : req.inherit_fds) ::close(fd);
+  ASSERT_GT(child.pid, 0) << child.error;
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  std::string want;
+  for (int i = 0; i < kCount; ++i) want += std::to_string(i) + " ";
+  EXPECT_EQ(text, want + "end\n");
+  siginfo_t info{};
+  ::waitid(static_cast<idtype_t>(3 /* P_PIDFD */), static_cast<id_t>(child.pidfd), &info, WEXITED);
+  ::close(child.pidfd);
+}
+
 }  // namespace
 }  // namespace sluice::runtime
