@@ -170,6 +170,11 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPoo
     asio::co_spawn(ex_, ClientConnection::connect(conn, endpoint_, connect_timeout_, netns_), asio::detached);
   }
   conn->reserve();  // until the stream's send_head submits it (or the stream goes)
+  if (closed_) {
+    // Shutting down: as close_idle's, this connection closes once its streams end.
+    conn->retire();
+    std::erase(connections_, conn);
+  }
   error_code ec = co_await conn->wait_ready();
   if (ec) {
     conn->unreserve();
@@ -179,11 +184,10 @@ asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientStream>>> ClientPoo
 }
 
 void ClientPool::close_idle() {
-  std::erase_if(connections_, [](const auto& c) {
-    if (!c->idle()) return false;
-    c->retire();
-    return true;
-  });
+  // Shutting down: an idle connection closes now, a busy one once its streams end (no new stream goes to
+  // it). A busy one kept for later would hold the worker, and the drain, until the app closed it.
+  for (const auto& c : connections_) c->retire();
+  connections_.clear();
   closed_ = true;
   watchdog_.disarm();
 }

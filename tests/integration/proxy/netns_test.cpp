@@ -426,12 +426,21 @@ TEST_F(NodeAgent, AnAgentRestartedUnderLoadLosesNoRequestAndNoStubNotices) {
   EXPECT_EQ(count, 2u) << taken;
   for (const Pod* p : pods) EXPECT_TRUE(ok(*p));
   for (const auto& load : loads) EXPECT_TRUE(load->running()) << "the load ended before the handover did";
+  // Each old proxy finished what it had and exited as a proxy that drained does.
+  const std::string handed = first->stdout_text();
+  std::size_t finished = 0;
+  for (auto at = handed.find("pod's old proxy finished"); at != std::string::npos;
+       at = handed.find("pod's old proxy finished", at + 1))
+    finished += handed.compare(handed.find("\"status\":", at), 29, "\"status\":\"exited with code 0\"") == 0;
+  EXPECT_EQ(finished, 2u) << handed;
 
   // The old agent idles until SIGTERM, then exits without touching a pod.
   first->signal(SIGTERM);
   EXPECT_EQ(exit_status(*first), "exited 0") << first->stdout_text();
   for (const auto& load : loads) {
     EXPECT_EQ(exit_status(*load, 30s), "exited 0");
+    // The exit can be seen before the last of its output is read: wrk's last line is its transfer rate.
+    EXPECT_TRUE(eventually([&] { return load->stdout_text().find("Transfer/sec") != std::string::npos; }, 5s));
     const auto out = load->stdout_text();
     EXPECT_NE(out.find("requests in"), std::string::npos) << out;
     EXPECT_EQ(out.find("Socket errors"), std::string::npos) << out;
@@ -444,6 +453,54 @@ TEST_F(NodeAgent, AnAgentRestartedUnderLoadLosesNoRequestAndNoStubNotices) {
     EXPECT_TRUE(s->running());
   }
   EXPECT_EQ(first->stdout_text().find("pod not handed over"), std::string::npos) << first->stdout_text();
+}
+
+// The same through gRPC, HTTP/2 on both sides (the pod's app an h2c gRPC server): the old proxy's GOAWAY
+// sends each channel to the new one, which serves on the same socket, and no call fails.
+TEST_F(NodeAgent, AnAgentRestartedUnderGrpcLoadFailsNoCall) {
+  SLUICE_NEED("python-grpc");
+  auto first = start_agent();
+  Process grpc_app(ProcessOptions{.argv = pod_->exec({"/usr/bin/python3", GRPC_HEALTH_SERVER, "--port", "8081"})});
+  ASSERT_TRUE(grpc_app.wait_for_line("listening", 10s)) << grpc_app.stderr_text();
+  auto env = env_;
+  env["USER_PORT"] = "8081";
+  env["SLUICE_UPSTREAM_PROTOCOL"] = "h2c";
+  Process stub(ProcessOptions{.argv = pod_->exec_as(kPodUser, {stub_bin_}), .env = env});
+  auto load = [&](const std::string& seconds) {
+    return std::make_unique<Process>(ProcessOptions{
+        .argv = pod_->exec({"/usr/bin/python3", GRPC_LOAD, "127.0.0.1:8012", "--seconds", seconds, "--concurrency", "8"})});
+  };
+  auto outcome = [](Process& p) {
+    const auto out = p.stdout_text();
+    return out.substr(out.rfind('{'));
+  };
+  ASSERT_TRUE(eventually([&] {
+    auto probe = load("0.2");
+    return exit_status(*probe, 20s) == "exited 0" &&
+           eventually([&] { return probe->stdout_text().find("\"failed\"") != std::string::npos; }, 5s) &&
+           json_int_field(outcome(*probe), "failed") == 0 && json_int_field(outcome(*probe), "ok") > 0;
+  }, 20s)) << first->stdout_text() << stub.stdout_text();
+
+  auto calls = load("10");
+  ASSERT_TRUE(calls->wait_for_line("started", 10s));
+  const auto channels = [&] {
+    const auto out = pod_->run({"ss", "-Htn", "state", "established", "sport = :8012"}).out;
+    return std::count(out.begin(), out.end(), '\n');
+  };
+  ASSERT_TRUE(eventually([&] { return channels() >= 8; }, 10s)) << "the channels never connected";
+  Process second(ProcessOptions{.argv = {SLUICE_BIN, "node"}, .env = {{"SLUICE_NODE_SOCKET", socket_}}});
+  ASSERT_TRUE(eventually([&] {
+    return first->stdout_text().find("handed over: the new agent serves every pod") != std::string::npos;
+  }, 20s)) << first->stdout_text() << second.stdout_text() << stub.stdout_text();
+  EXPECT_TRUE(calls->running()) << "the load ended before the handover did";
+  first->signal(SIGTERM);
+  EXPECT_EQ(exit_status(*first), "exited 0") << first->stdout_text();
+  ASSERT_EQ(exit_status(*calls, 30s), "exited 0") << calls->stderr_text();
+  ASSERT_TRUE(eventually([&] { return calls->stdout_text().find("\"failed\"") != std::string::npos; }, 5s));
+  const auto result = outcome(*calls);
+  EXPECT_EQ(json_int_field(result, "failed"), 0) << result;
+  EXPECT_GT(json_int_field(result, "ok"), 0) << result;
+  EXPECT_NE(second.stdout_text().find("pod taken over"), std::string::npos) << second.stdout_text();
 }
 
 }  // namespace
