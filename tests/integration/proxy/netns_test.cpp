@@ -406,7 +406,7 @@ TEST_F(NodeAgent, AnAgentRestartedUnderLoadLosesNoRequestAndNoStubNotices) {
   std::vector<std::unique_ptr<Process>> loads;
   for (const Pod* p : pods)
     loads.push_back(std::make_unique<Process>(ProcessOptions{
-        .argv = p->exec({"wrk", "-t", "1", "-c", "20", "-d", "12s", "--timeout", "5s", "http://127.0.0.1:8012/"}),
+        .argv = p->exec({"wrk", "-t", "1", "-c", "20", "-d", "8s", "--timeout", "5s", "http://127.0.0.1:8012/"}),
         .merge_stderr = true}));
   auto established = [](const Pod& p) {
     const auto out = p.run({"ss", "-Htn", "state", "established", "sport = :8012"}).out;
@@ -481,7 +481,7 @@ TEST_F(NodeAgent, AnAgentRestartedUnderGrpcLoadFailsNoCall) {
            json_int_field(outcome(*probe), "failed") == 0 && json_int_field(outcome(*probe), "ok") > 0;
   }, 20s)) << first->stdout_text() << stub.stdout_text();
 
-  auto calls = load("10");
+  auto calls = load("8");
   ASSERT_TRUE(calls->wait_for_line("started", 10s));
   const auto channels = [&] {
     const auto out = pod_->run({"ss", "-Htn", "state", "established", "sport = :8012"}).out;
