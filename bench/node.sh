@@ -7,7 +7,9 @@
 # For 1, 10 and 100 pods (--pods) it reports the proxies' memory idle and after every pod has served
 # requests (RSS summed over processes, and PSS, which shares a library's pages among the processes that map
 # it: the figure that adds up to what the node spends), idle CPU, and CPU per request under wrk in one pod.
-# Proxies run on CPU 0; the apps and wrk on CPU 1. Root only (namespaces); everything is stopped on exit.
+# Proxies run on CPU 0; the apps and wrk on CPU 1. In node mode it then restarts the agent under wrk in one
+# pod (a second agent takes every pod over) and reports how long that took and what failed meanwhile.
+# Root only (namespaces); everything is stopped on exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -210,8 +212,31 @@ measure() { # measure MODE N: one row of the table
   pss=$(sum_status Pss "${pids[@]}")
   local cpu_req
   cpu_req=$(awk -v ns=$((c1 - c0)) -v r="$requests" 'BEGIN { printf "%.2f", ns / 1000 / r }')
-  printf '%-12s %5d %6d %13d %13d %13d %13d %9d %11s %14d\n' "$mode" "$n" "${#pids[@]}" "$idle_rss" "$idle_pss" \
-    "$rss" "$pss" "$rps" "$cpu_req" "$idle_cpu" | tee -a "$RESULTS"
+  # The agent restarted under wrk in pod 0: how long until the old one has handed every pod over (and their
+  # old proxies have finished), and how many of wrk's requests failed meanwhile.
+  local restart_s=- restart_failed=-
+  if [ "$mode" = node ]; then
+    taskset -c 1 nsenter --net="$(netns 0)" -- wrk -t1 -c20 -d"${DURATION}s" http://127.0.0.1:8012/ >"$WORK/restart.txt" &
+    local load=$!
+    sleep 1  # wrk's connections are up
+    local t0=$EPOCHREALTIME
+    SLUICE_NODE_SOCKET=$WORK/node.sock taskset -c 0 "$SLUICE" node >"$WORK/agent2.log" 2>&1 &
+    local successor=$!
+    disown
+    local deadline=$((SECONDS + 120))
+    until grep -q "handed over: the new agent serves every pod" "$WORK/agent.log"; do
+      [ $SECONDS -lt $deadline ] || die "node: no handover within 120 s"
+      sleep 0.01
+    done
+    restart_s=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+    wait "$load" || die "node: wrk failed during the restart"
+    restart_failed=$(awk '/Socket errors/ { gsub(",", ""); f += $4 + $6 + $8 + $10 } /Non-2xx/ { f += $NF }
+                          END { print f + 0 }' "$WORK/restart.txt")
+    stop_pids "$AGENT"
+    AGENT=$successor
+  fi
+  printf '%-12s %5d %6d %13d %13d %13d %13d %9d %11s %14d %10s %15s\n' "$mode" "$n" "${#pids[@]}" "$idle_rss" \
+    "$idle_pss" "$rss" "$pss" "$rps" "$cpu_req" "$idle_cpu" "$restart_s" "$restart_failed" | tee -a "$RESULTS"
   stop_pids "${PROXIES[@]}"
   [ -z "$AGENT" ] || stop_pids "$AGENT"
   PROXIES=()
@@ -230,9 +255,10 @@ measure() { # measure MODE N: one row of the table
 {
   echo "# sluice bench/node.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -r), $(nproc) CPUs; sluice $("$SLUICE" --version 2>/dev/null | head -n1)"
   echo "# memory in KiB summed over the mode's processes (node: the agent, the proxies it started and the pods' stubs);"
-  echo "# cpu_us/req under wrk -c50 in one pod; idle_cpu in µs per second, all processes together"
-  printf '%-12s %5s %6s %13s %13s %13s %13s %9s %11s %14s\n' mode pods procs idle_rss_kib idle_pss_kib \
-    loaded_rss_kib loaded_pss_kib rps cpu_us/req idle_cpu_us/s
+  echo "# cpu_us/req under wrk -c50 in one pod; idle_cpu in µs per second, all processes together;"
+  echo "# node: restart_s until a second agent has taken every pod over, restart_failed wrk's failed requests meanwhile"
+  printf '%-12s %5s %6s %13s %13s %13s %13s %9s %11s %14s %10s %15s\n' mode pods procs idle_rss_kib idle_pss_kib \
+    loaded_rss_kib loaded_pss_kib rps cpu_us/req idle_cpu_us/s restart_s restart_failed
 } | tee "$RESULTS"
 make_pods
 for n in $PODS; do
