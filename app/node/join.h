@@ -13,7 +13,8 @@
 //   agent -> stub  "drained\n" once the pod's in-flight requests are done | "stopped REASON\n" when its
 //                  proxy ended by itself
 // A closed connection ends the pod's service: the stub was killed, or the agent went away (the stub
-// joins again when the agent is back).
+// joins again when the agent is back). An agent restarted on purpose hands the connection, with the pod,
+// to the next agent (app/mode_node.cpp): the stub never notices.
 #pragma once
 
 #include <optional>
