@@ -4,7 +4,13 @@ grpc.health.v1.Health/Check (tests/support/grpc_health_server.py answers it) at 
 --seconds (a connection each). gRPC's own client (Debian's python3-grpcio; run with /usr/bin/python3): it reconnects after a
 GOAWAY and retries a call the server never began (a stream past the GOAWAY's last one), as every gRPC client
 does; any call that fails is counted. The first line is "started"; the last one JSON:
-{"ok": N, "failed": N, "errors": [the first few, as "CODE: details"]}."""
+{"ok": N, "failed": N, "errors": [the first few, as "CODE: details"]}.
+
+Calls wait for a connection (wait_for_ready) instead of failing while their channel reconnects: Debian's
+gRPC 1.51 can report a connect still in progress as failed (it reads errno after other calls have changed
+it, grpc/grpc#35064, fixed in 1.61: "UNAVAILABLE: ... ipv4:ADDR: No such file or directory"), and a
+fail-fast call would then fail for the whole reconnect backoff (a second). A call the server began and
+then dropped, or reset, still fails."""
 import argparse
 import json
 import sys
@@ -32,7 +38,7 @@ def main():
             errors = []
             while time.monotonic() < end:
                 try:
-                    check(b"", timeout=10)
+                    check(b"", timeout=10, wait_for_ready=True)
                     ok += 1
                 except grpc.RpcError as e:
                     failed += 1
