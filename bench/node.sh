@@ -187,6 +187,13 @@ measure() { # measure MODE N: one row of the table
   local idle_rss idle_pss c0 c1 idle_cpu
   idle_rss=$(sum_status VmRSS "${pids[@]}")
   idle_pss=$(sum_status Pss "${pids[@]}")
+  if [ -n "$AGENT" ]; then
+    # Where node mode's idle PSS goes: the agent itself, the pods' proxies it started, the pods' stubs.
+    mapfile -t children < <(pgrep -P "$AGENT" || true)
+    echo "node $n pods, idle PSS KiB: agent $(sum_status Pss "$AGENT") ($(ls /proc/"$AGENT"/task | wc -l) threads)," \
+      "pod proxies $(sum_status Pss "${children[@]}") (${#children[@]})," \
+      "stubs $(sum_status Pss "${PROXIES[@]}") (${#PROXIES[@]})" | tee -a "$OUT/breakdown.txt"
+  fi
   c0=$(cpu_ns "${pids[@]}")
   sleep "$IDLE"
   c1=$(cpu_ns "${pids[@]}")

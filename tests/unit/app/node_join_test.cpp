@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <string>
+
 namespace sluice::app::node {
 namespace {
 
@@ -47,6 +49,25 @@ TEST(NodeJoin, AValueOverSeveralLinesIsLeftOutAndAnythingButAJoinIsNone) {
   EXPECT_FALSE(parse_join("drain\n"));
   EXPECT_FALSE(parse_join("join\nNOT A SETTING\n"));
   EXPECT_EQ(parse_join("join\n"), std::vector<std::string>{});
+}
+
+// A join lives as long as its pod, in the agent and in the stub: what it keeps is its own size, not the
+// room the largest message would need.
+TEST(NodeJoin, AMessageKeepsItsOwnSizeNotTheRoomOfTheLargest) {
+  Pair p;
+  ASSERT_TRUE(send_message(p.fd[0], "drain\n"));
+  auto small = receive_message(p.fd[1]);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->text, "drain\n");
+  EXPECT_LT(small->text.capacity(), 1024u);
+
+  std::string big = "join\n";
+  while (big.size() < 60 * 1024) big += "KEY_" + std::to_string(big.size()) + "=value\n";
+  ASSERT_TRUE(send_message(p.fd[0], big));
+  auto whole = receive_message(p.fd[1]);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->text, big);
+  EXPECT_LT(whole->text.capacity(), big.size() + 1024);
 }
 
 TEST(NodeJoin, APeerThatClosedIsNoMessage) {
