@@ -1,84 +1,16 @@
-// sluice entry point: picks the mode; configuration errors print one line and exit 2.
+// sluice entry point: picks the mode (app/modes.cpp).
 #include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
-#include <string>
 #include <string_view>
 #include <vector>
 
 #include "app/modes.h"
-#include "common/config_error.h"
-#include "proxy/listen/listen.h"
-
-namespace {
-
-constexpr std::string_view kUsage =
-    "usage: sluice <mode> [options]\n"
-    "modes:\n"
-    "  sidecar      queue-proxy drop-in, configured by Knative's env vars (or --flags)\n"
-    "  gateway      local serverless gateway: sluice gateway -- CMD ARGS\n"
-    "  run          run one app instance under the runtime: sluice run -- CMD ARGS\n"
-    "  autoscaler   KPA tools: sluice autoscaler simulate --trace FILE.csv; autoscaler serve (KEDA)\n"
-    "  node         per-node agent: serves every pod that joins it (SLUICE_NODE_SOCKET)\n"
-    "  node-stub    a pod's side of per-node mode, in queue-proxy's place: joins the agent, drains on SIGTERM\n"
-    "  help         this text; --version prints the version\n"
-    "Run 'sluice <mode> --help' for a mode's options. The container image runs 'sluice sidecar'.\n";
-
-// The per-thread free lists' budget (common/thread_cache.h) is read inside operator new, where a bad
-// value can only be ignored; it is checked here, first, so a typo is an error naming the key.
-void check_thread_cache_budget() {
-  const char* text = std::getenv("SLUICE_THREAD_CACHE_KIB");
-  if (!text) return;
-  std::string_view v(text);
-  bool digits = !v.empty() && v.size() <= 7 && v.find_first_not_of("0123456789") == std::string_view::npos;
-  if (!digits || std::strtoul(text, nullptr, 10) > (1ul << 20))
-    throw sluice::ConfigError("SLUICE_THREAD_CACHE_KIB=\"" + std::string(v) +
-                              "\": expected KiB per thread from 0 (no cache) to 1048576");
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   // A peer that resets a connection is an error value on the write, never a signal: OpenSSL writes the
   // TLS sockets itself (proxy/io/tls_socket.h) without MSG_NOSIGNAL. Children get the default back (spawn.cpp).
   std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string_view> args(argv + 1, argv + argc);
-  // No mode is a person trying the binary: show what it does (the image's CMD names the sidecar mode).
-  if (args.empty()) {
-    std::fputs(kUsage.data(), stderr);
-    return 2;
-  }
-  std::string_view mode = args.front();
-  args.erase(args.begin());
-  try {
-    using namespace sluice::app;
-    check_thread_cache_budget();
-    if (mode == "sidecar") return run_sidecar(args);
-    if (mode == "gateway") return run_gateway(args);
-    if (mode == "run") return run_instance(args);
-    if (mode == "autoscaler") return run_autoscaler(args);
-    if (mode == "node") return run_node(args);
-    if (mode == "node-stub") return run_node_stub(args);
-    if (mode == "--version" || mode == "-V" || mode == "version") {
-      std::printf("sluice %s\n", SLUICE_VERSION);
-      return 0;
-    }
-    if (mode == "--help" || mode == "-h" || mode == "help") {
-      std::fputs(kUsage.data(), stdout);
-      return 0;
-    }
-    std::fprintf(stderr, "sluice: unknown mode '%.*s'\n%s", static_cast<int>(mode.size()), mode.data(),
-                 kUsage.data());
-    return 2;
-  } catch (const sluice::ConfigError& e) {
-    std::fprintf(stderr, "sluice: configuration error: %s\n", e.what());
-    return 2;
-  } catch (const sluice::proxy::AddressInUse& e) {
-    std::fprintf(stderr, "sluice: %s\n", e.what());  // as nginx words it; exit 1 like any start-up failure
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sluice: fatal: %s\n", e.what());
-    return 1;
-  }
+  const std::string_view mode = args.empty() ? std::string_view() : args.front();
+  if (!args.empty()) args.erase(args.begin());
+  return sluice::app::run_mode(mode, args);
 }

@@ -49,9 +49,12 @@
 #include "app/modes.h"
 #include "app/node/join.h"
 #include "app/node/node_socket.h"
+#include "app/node/zygote.h"
 #include "common/config_error.h"
 #include "common/log.h"
 #include "runtime/spawn.h"
+
+extern char** environ;
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -96,6 +99,8 @@ struct Node {
   const int handover = ::eventfd(0, EFD_CLOEXEC);
   std::mutex successor_mu;  // one pod at a time on the successor's connection
   int successor = -1;
+
+  node::Zygote zygote;  // what pods' proxies are forked from (app/node/zygote.h)
 };
 
 // One pod: its stub's connection, and the proxy serving it.
@@ -214,7 +219,15 @@ class PodService {
       for (std::size_t i = 0; i < listeners_.size(); ++i) fds += (i ? "," : "") + std::to_string(5 + i);
       req.env.push_back("SLUICE_LISTEN_FDS=" + fds);
     }
-    auto proxy = runtime::spawn_process(req);
+    // Forked from the zygote (its libraries' pages shared with every other pod's proxy); exec'ed afresh
+    // when there is none.
+    runtime::Spawned proxy;
+    const bool forked = node_.zygote.running();
+    if (forked) proxy = node_.zygote.spawn(req);
+    if (!node_.zygote.running()) {
+      if (forked) log::warn("the zygote is gone: pods' proxies are exec'ed afresh").kv("pod", pod_);
+      proxy = runtime::spawn_process(req);
+    }
     ::close(channel[1]);
     if (proxy.pid < 0) {
       ::close(channel[0]);
@@ -451,6 +464,13 @@ int run_node(Args args) {
     // Any user may join: a pod's proxy runs as its stub's user (SO_PEERCRED), in the namespace the stub
     // handed over, which the stub holds already.
     ::chmod(path.c_str(), 0666);
+  }
+  {
+    // This thread lives as long as the agent: the zygote's parent-death signal follows it.
+    std::vector<std::string> env;
+    for (char** kv = environ; *kv; ++kv) env.emplace_back(*kv);
+    if (const auto error = node.zygote.start(env); !error.empty())
+      log::warn("no zygote: each pod's proxy is exec'ed afresh").kv("error", error);
   }
   log::info("node agent listening").kv("socket", path).kv("took_over", predecessor >= 0);
 

@@ -14,5 +14,10 @@ int run_autoscaler(Args args);   // app/mode_autoscaler.cpp: `autoscaler simulat
 int run_instance(Args args);     // app/mode_run.cpp: `run -- CMD`, one instance under the runtime
 int run_node(Args args);         // app/mode_node.cpp: the per-node agent
 int run_node_stub(Args args);    // app/mode_node.cpp: a pod's side of it, in queue-proxy's place
+int run_node_zygote(Args args);  // app/node/zygote.cpp: the process the agent forks pods' proxies from
+
+// `mode` run as `sluice MODE ARGS...` would run it (app/modes.cpp): "" prints the usage; an error of
+// configuration is one line on stderr and 2.
+int run_mode(std::string_view mode, Args args);
 
 }  // namespace sluice::app

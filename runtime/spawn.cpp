@@ -34,54 +34,63 @@ std::vector<char*> cstrs(const std::vector<std::string>& v) {
   ::_exit(127);
 }
 
-// `staged` has room for every inherited descriptor (allocated before the fork: none may be after it).
 [[noreturn]] void child(const SpawnRequest& req, pid_t parent, bool in_cgroup, const char* exe, char** argv,
                         char** envp, int* staged, int err_fd) {
-  // The parent may block signals (sluice run waits for SIGTERM with sigwait); the app must not inherit that.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
-  if (req.own_process_group && ::setpgid(0, 0) != 0) child_fail(err_fd, errno);
-  if (!in_cgroup && req.cgroup_procs_fd >= 0 && ::write(req.cgroup_procs_fd, "0", 1) != 1) child_fail(err_fd, errno);
-  for (int fd : req.join_procs_fds)
-    if (::write(fd, "0", 1) != 1) child_fail(err_fd, errno);
-  if (req.netns_fd >= 0 && ::syscall(SYS_setns, req.netns_fd, CLONE_NEWNET) != 0) child_fail(err_fd, errno);
-  if (req.ipcns_fd >= 0 && ::syscall(SYS_setns, req.ipcns_fd, CLONE_NEWIPC) != 0) child_fail(err_fd, errno);
-  // Raw system calls: glibc's setuid would try to signal threads that exist only in the parent.
-  if (req.gid >= 0) {
-    if (::syscall(SYS_setgroups, 0, nullptr) != 0) child_fail(err_fd, errno);
-    if (::syscall(SYS_setresgid, req.gid, req.gid, req.gid) != 0) child_fail(err_fd, errno);
-  }
-  if (req.uid >= 0 && ::syscall(SYS_setresuid, req.uid, req.uid, req.uid) != 0) child_fail(err_fd, errno);
+  int keep[] = {err_fd};
+  if (const int err = set_up_child(req, in_cgroup, staged, keep); err != 0) child_fail(keep[0], err);
+  err_fd = keep[0];
   // After the switch of user: a change of credentials clears the parent-death signal.
   if (req.parent_death_signal != 0) {
     if (::prctl(PR_SET_PDEATHSIG, req.parent_death_signal) != 0) child_fail(err_fd, errno);
     if (::getppid() != parent) ::_exit(127);  // the parent died before the line above: nobody to serve
   }
-  auto onto = [&](int fd, int target, int null_flags) {
-    if (fd < 0) fd = ::open("/dev/null", null_flags);
-    if (fd < 0 || ::dup2(fd, target) < 0) child_fail(err_fd, errno);
-  };
-  onto(req.stdin_fd, 0, O_RDONLY);
-  onto(req.stdout_fd, 1, O_WRONLY);
-  onto(req.stderr_fd, 2, O_WRONLY);
-  // The descriptors handed on, onto 3, 4, ...: first each to a number above every target (so that none
-  // is overwritten before it is moved), then into place; dup2 leaves the copies open across exec.
-  const int first = 3, count = static_cast<int>(req.inherit_fds.size());
-  for (int i = 0; i < count; ++i)
-    if ((staged[i] = ::fcntl(req.inherit_fds[static_cast<std::size_t>(i)], F_DUPFD_CLOEXEC, first + count)) < 0)
-      child_fail(err_fd, errno);
-  for (int i = 0; i < count; ++i)
-    if (::dup2(staged[i], first + i) < 0) child_fail(err_fd, errno);
   // Nothing else of the runtime's (sockets, other instances' pipes) may leak into the app.
-  ::syscall(SYS_close_range, static_cast<unsigned>(first + count), ~0U, CLOSE_RANGE_CLOEXEC);
+  const int first_free = 3 + static_cast<int>(req.inherit_fds.size());
+  ::syscall(SYS_close_range, static_cast<unsigned>(first_free), ~0U, CLOSE_RANGE_CLOEXEC);
   if (!req.working_dir.empty() && ::chdir(req.working_dir.c_str()) != 0) child_fail(err_fd, errno);
   ::execve(exe, argv, envp);
   child_fail(err_fd, errno);
 }
 
 }  // namespace
+
+int set_up_child(const SpawnRequest& req, bool in_cgroup, int* staged, std::span<int> keep) {
+  const int first = 3, count = static_cast<int>(req.inherit_fds.size());
+  // What the caller keeps goes above every target first, so that no dup2 below lands on it.
+  for (int& fd : keep)
+    if ((fd = ::fcntl(fd, F_DUPFD_CLOEXEC, first + count)) < 0) return errno;
+  // The parent may block signals (sluice run waits for SIGTERM with sigwait); the app must not inherit that.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) ::signal(sig, SIG_DFL);
+  if (req.own_process_group && ::setpgid(0, 0) != 0) return errno;
+  if (!in_cgroup && req.cgroup_procs_fd >= 0 && ::write(req.cgroup_procs_fd, "0", 1) != 1) return errno;
+  for (int fd : req.join_procs_fds)
+    if (::write(fd, "0", 1) != 1) return errno;
+  if (req.netns_fd >= 0 && ::syscall(SYS_setns, req.netns_fd, CLONE_NEWNET) != 0) return errno;
+  if (req.ipcns_fd >= 0 && ::syscall(SYS_setns, req.ipcns_fd, CLONE_NEWIPC) != 0) return errno;
+  // Raw system calls: glibc's setuid would try to signal threads that exist only in the parent.
+  if (req.gid >= 0) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0) return errno;
+    if (::syscall(SYS_setresgid, req.gid, req.gid, req.gid) != 0) return errno;
+  }
+  if (req.uid >= 0 && ::syscall(SYS_setresuid, req.uid, req.uid, req.uid) != 0) return errno;
+  auto onto = [&](int fd, int target, int null_flags) {
+    if (fd < 0) fd = ::open("/dev/null", null_flags);
+    return fd >= 0 && ::dup2(fd, target) >= 0;
+  };
+  if (!onto(req.stdin_fd, 0, O_RDONLY) || !onto(req.stdout_fd, 1, O_WRONLY) || !onto(req.stderr_fd, 2, O_WRONLY))
+    return errno;
+  // The descriptors handed on, onto 3, 4, ...: first each to a number above every target (so that none
+  // is overwritten before it is moved), then into place; dup2 leaves the copies open across exec.
+  for (int i = 0; i < count; ++i)
+    if ((staged[i] = ::fcntl(req.inherit_fds[static_cast<std::size_t>(i)], F_DUPFD_CLOEXEC, first + count)) < 0)
+      return errno;
+  for (int i = 0; i < count; ++i)
+    if (::dup2(staged[i], first + i) < 0) return errno;
+  return 0;
+}
 
 std::string resolve_executable(const std::string& name, const std::string& path_var) {
   if (name.find('/') != std::string::npos) return name;

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,13 @@ struct Spawned {
 
 // Returns once the child has exec'ed (or failed to); never leaves a failed child unreaped.
 Spawned spawn_process(const SpawnRequest& req);
+
+// The child's side of `req` short of its parent-death signal and exec, in a process just forked: signal
+// mask and dispositions, process group, cgroups, namespaces, user, then descriptors 0-2 and 3, 4, ... in
+// place. Raw system calls only (the fork of a multi-threaded parent may run nothing else). `staged` has
+// room for req.inherit_fds.size() descriptors; `keep` (what the caller still needs: an error pipe) is
+// moved above the inherited descriptors first, the new numbers written back. 0, or the failing step's errno.
+int set_up_child(const SpawnRequest& req, bool in_cgroup, int* staged, std::span<int> keep);
 
 // argv[0] resolved against `path_var` (a PATH value) when it has no '/'; empty if not found.
 std::string resolve_executable(const std::string& name, const std::string& path_var);

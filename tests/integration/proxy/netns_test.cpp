@@ -153,6 +153,39 @@ class NodeAgent : public ::testing::Test {
     const auto line = out.substr(out.rfind("pod joined"));
     return json_int_field(line.substr(0, line.find('\n')), "proxy_pid");
   }
+  // The agent's children: the pods' proxies and the zygote they are forked from (app/node/zygote.h).
+  static std::vector<long> children(long pid) {
+    std::vector<long> out;
+    const auto listed = run_command({"pgrep", "-P", std::to_string(pid)}).out;
+    for (std::size_t at = 0; at < listed.size();) {
+      const auto end = listed.find('\n', at);
+      out.push_back(std::stol(listed.substr(at, end - at)));
+      at = end == std::string::npos ? listed.size() : end + 1;
+    }
+    return out;
+  }
+  static std::string command_line(long pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(text.begin(), text.end(), '\0', ' ');
+    return text;
+  }
+  static std::string name_of(long pid) {
+    std::string name;
+    std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/comm"), name);
+    return name;
+  }
+  static long zygote_of(long agent) {
+    for (long child : children(agent))
+      if (name_of(child) == "sluice-zygote") return child;
+    return -1;
+  }
+  static long parent_of(long pid) {
+    std::string line;
+    for (std::ifstream status("/proc/" + std::to_string(pid) + "/status"); std::getline(status, line);)
+      if (line.rfind("PPid:", 0) == 0) return std::stol(line.substr(5));
+    return -1;
+  }
   bool listening() const { return pod_->run({"ss", "-Htln", "sport = :8012"}).out.find("8012") != std::string::npos; }
   bool serves() const {
     return pod_->run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
@@ -209,6 +242,8 @@ TEST_F(NodeAgent, AKilledAgentLeavesNoProxyBehindAndItsPodsJoinTheNextOne) {
   auto stub = start_stub();
   ASSERT_TRUE(agent->wait_for_line("pod joined", 10s)) << agent->stdout_text() << stub->stdout_text();
   const long first = proxy_pid(*agent);
+  const long zygote = zygote_of(agent->pid());
+  EXPECT_GT(zygote, 0);
   EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text();
   ASSERT_EQ(::kill(agent->pid(), SIGKILL), 0);
   EXPECT_EQ(exit_status(*agent, 10s), "killed by signal 9");
@@ -221,12 +256,49 @@ TEST_F(NodeAgent, AKilledAgentLeavesNoProxyBehindAndItsPodsJoinTheNextOne) {
   };
   EXPECT_TRUE(eventually([&] { return !runs(first) && !listening(); }, 10s))
       << "the dead agent's proxy for the pod is still there";
+  EXPECT_TRUE(eventually([&] { return !runs(zygote); }, 10s)) << "the dead agent's zygote is still there";
   EXPECT_TRUE(stub->wait_for_line("the node agent went away", 10s)) << stub->stdout_text();
 
   agent = start_agent();
   ASSERT_TRUE(agent->wait_for_line("pod joined", 10s)) << agent->stdout_text() << stub->stdout_text();
   EXPECT_NE(proxy_pid(*agent), first);
   EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text() << stub->stdout_text();
+}
+
+// Each pod's proxy is forked from the agent's zygote, not exec'ed (its libraries' relocated pages stay shared
+// with every other pod's), and is the agent's own child, reaped by it. A zygote that dies costs no pod: the
+// next pod's proxy is exec'ed afresh, and the pod served as any other.
+TEST_F(NodeAgent, APodsProxyIsForkedFromTheZygoteAndAPodStillJoinsWithoutOne) {
+  auto agent = start_agent();
+  const long zygote = zygote_of(agent->pid());
+  ASSERT_GT(zygote, 0) << "no zygote among the agent's children";
+  auto stub = start_stub();
+  ASSERT_TRUE(agent->wait_for_line("pod joined", 10s)) << agent->stdout_text() << stub->stdout_text();
+  const long forked = proxy_pid(*agent);
+  EXPECT_EQ(parent_of(forked), agent->pid());
+  EXPECT_EQ(name_of(forked), "sluice-sidecar");
+  EXPECT_NE(command_line(forked).find("node-zygote"), std::string::npos) << "exec'ed: " << command_line(forked);
+  EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text() << stub->stdout_text();
+
+  ASSERT_EQ(::kill(static_cast<pid_t>(zygote), SIGKILL), 0);
+  Pod other;
+  Process other_app(ProcessOptions{.argv = other.exec({DEMO_APP_BIN}), .env = {{"PORT", "8080"}}});
+  auto other_env = env_;
+  other_env["SERVING_POD"] = "other";
+  Process other_stub(ProcessOptions{.argv = other.exec_as(kPodUser, {stub_bin_}), .env = other_env});
+  ASSERT_TRUE(other_stub.wait_for_line("joined the node agent", 10s)) << other_stub.stdout_text() << agent->stdout_text();
+  EXPECT_NE(agent->stdout_text().find("the zygote is gone"), std::string::npos) << agent->stdout_text();
+  const long exec_ed = proxy_pid(*agent);
+  EXPECT_EQ(parent_of(exec_ed), agent->pid());
+  EXPECT_NE(command_line(exec_ed).find("sidecar"), std::string::npos) << command_line(exec_ed);
+  EXPECT_TRUE(eventually([&] {
+    return other.run({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:8012/"}).out == "Hello from sluice-demo-app\n";
+  }, 10s)) << agent->stdout_text() << other_stub.stdout_text();
+  EXPECT_TRUE(serves()) << "the first pod, whose proxy the zygote forked";
+
+  ASSERT_EQ(::kill(agent->pid(), SIGTERM), 0);
+  EXPECT_EQ(exit_status(*agent, 20s), "exited 0") << agent->stdout_text();
+  for (long pid : {forked, exec_ed}) EXPECT_NE(::kill(static_cast<pid_t>(pid), 0), 0) << pid << " outlived the agent";
 }
 
 // One agent, 100 pods of 10 revisions, each pod a namespace of its own with its app and its stub. Every pod is
@@ -295,7 +367,9 @@ TEST_F(NodeAgent, OneAgentServesAHundredPodsOfTenRevisionsAndOnePodsEndTouchesNo
   for (int i = 2; i < kPods; ++i) EXPECT_EQ(exit_status(*pods[i].stub, 30s), "exited 0") << i;
   EXPECT_TRUE(eventually([&] { return descriptors() == idle_descriptors; }, 10s))
       << descriptors() << " descriptors open in the agent, " << idle_descriptors << " before any pod joined";
-  EXPECT_EQ(run_command({"pgrep", "-P", std::to_string(agent->pid())}).out, "") << "the agent still has children";
+  const long zygote = zygote_of(agent->pid());
+  EXPECT_GT(zygote, 0) << "the agent's zygote";
+  EXPECT_EQ(children(agent->pid()), std::vector<long>{zygote}) << "the agent has children but its zygote";
   ASSERT_EQ(::kill(agent->pid(), SIGTERM), 0);
   EXPECT_EQ(exit_status(*agent, 20s), "exited 0") << agent->stdout_text();
 }

@@ -1,0 +1,233 @@
+// Per-node mode's zygote; see zygote.h.
+#include "app/node/zygote.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "app/modes.h"
+#include "app/node/join.h"
+#include "app/node/node_socket.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace sluice::app {
+namespace node {
+namespace {
+
+constexpr int kSocket = 3;  // the zygote's end, where the agent put it
+constexpr std::size_t kFixedDescriptors = 3;  // network namespace, stdout, stderr
+
+void reap(int pidfd) {
+  siginfo_t info{};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) != 0 && errno == EINTR) {
+  }
+}
+
+template <typename T>
+bool read_whole(int fd, T& value) {
+  ssize_t n;
+  do n = ::read(fd, &value, sizeof value);
+  while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof value);
+}
+
+[[noreturn]] void fail(int err_fd, int err) {
+  ssize_t ignored = ::write(err_fd, &err, sizeof err);
+  (void)ignored;
+  ::_exit(127);
+}
+
+// The pod's proxy, in the zygote's grandchild: set up, told its set-up worked (err_fd closes), waits until
+// the zygote has seen it re-parented to the agent (go_fd), then arms the agent's death signal and runs.
+[[noreturn]] void run_proxy(const runtime::SpawnRequest& req, pid_t agent, int* staged, int err_fd, int go_fd) {
+  int keep[] = {err_fd, go_fd};
+  if (const int err = runtime::set_up_child(req, false, staged, keep); err != 0) fail(keep[0], err);
+  // No exec closes what the zygote had open: everything past the handed-on descriptors but these two goes.
+  const unsigned first_free = 3 + static_cast<unsigned>(req.inherit_fds.size());
+  const unsigned low = static_cast<unsigned>(std::min(keep[0], keep[1]));
+  const unsigned high = static_cast<unsigned>(std::max(keep[0], keep[1]));
+  if (low > first_free) ::syscall(SYS_close_range, first_free, low - 1, 0U);
+  if (high > low + 1) ::syscall(SYS_close_range, low + 1, high - 1, 0U);
+  ::syscall(SYS_close_range, high + 1, ~0U, 0U);
+  ::close(keep[0]);
+  char go = 0;
+  if (!read_whole(keep[1], go)) ::_exit(127);  // the zygote went away first
+  ::close(keep[1]);
+  if (req.parent_death_signal != 0) {
+    if (::prctl(PR_SET_PDEATHSIG, req.parent_death_signal) != 0 || ::getppid() != agent) ::_exit(127);
+  }
+  ::prctl(PR_SET_NAME, "sluice-sidecar");  // what ps and top show, its threads too: not the zygote
+  ::clearenv();
+  for (const auto& kv : req.env) ::putenv(const_cast<char*>(kv.c_str()));
+  const int code = run_mode("sidecar", {});
+  std::fflush(nullptr);
+  std::exit(code);
+}
+
+// One proxy, forked through an intermediate that exits at once, so that the agent (a subreaper) adopts it.
+std::string fork_proxy(const runtime::SpawnRequest& req, pid_t agent, int& pid, int& pidfd) {
+  int err[2], go[2], report[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+    const std::string error = std::string("pipe: ") + std::strerror(errno);
+    for (int fd : {err[0], err[1], go[0], go[1]}) ::close(fd);
+    return error;
+  }
+  std::vector<int> staged(req.inherit_fds.size() + 1);  // allocated before the fork, as spawn_process does
+  std::fflush(nullptr);  // nothing buffered here may be written again by a child
+  const pid_t intermediate = ::fork();
+  if (intermediate == 0) {
+    const pid_t proxy = ::fork();
+    if (proxy == 0) run_proxy(req, agent, staged.data(), err[1], go[0]);
+    const int sent = proxy > 0 ? proxy : -errno;
+    ::_exit(::write(report[1], &sent, sizeof sent) == static_cast<ssize_t>(sizeof sent) ? 0 : 1);
+  }
+  const int fork_errno = errno;
+  for (int fd : {err[1], go[0], report[1]}) ::close(fd);
+  const bool reported = intermediate > 0 && read_whole(report[0], pid);
+  ::close(report[0]);
+  if (intermediate > 0) ::waitpid(intermediate, nullptr, 0);  // from here on the proxy is the agent's child
+  std::string error;
+  if (intermediate < 0) error = std::string("fork: ") + std::strerror(fork_errno);
+  else if (!reported || pid <= 0) error = std::string("fork: ") + std::strerror(reported ? -pid : EAGAIN);
+  if (error.empty()) {
+    pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    int child_errno = 0;
+    if (read_whole(err[0], child_errno)) error = std::string("set-up: ") + std::strerror(child_errno);
+    else if (pidfd < 0) error = std::string("pidfd_open: ") + std::strerror(errno);
+    else if (::write(go[1], "g", 1) != 1) error = std::string("write: ") + std::strerror(errno);
+  }
+  ::close(err[0]);
+  ::close(go[1]);  // a proxy not told to go ends (127), and is the agent's to reap with the pidfd
+  return error;
+}
+
+void serve_request(int socket, pid_t agent, Message m) {
+  const auto head_end = m.text.find('\n');
+  int uid = -1, gid = -1, death = 0;
+  auto env = parse_join("join\n" + (head_end == std::string::npos ? std::string() : m.text.substr(head_end + 1)));
+  if (std::sscanf(m.text.c_str(), "spawn %d %d %d\n", &uid, &gid, &death) != 3 || !env ||
+      m.fds.size() < kFixedDescriptors) {
+    m.close_fds();
+    send_message(socket, "failed not a spawn request\n");
+    return;
+  }
+  runtime::SpawnRequest req;
+  req.env = std::move(*env);
+  req.uid = uid;
+  req.gid = gid;
+  req.parent_death_signal = death;
+  req.netns_fd = m.fds[0];
+  req.stdout_fd = m.fds[1];
+  req.stderr_fd = m.fds[2];
+  req.inherit_fds.assign(m.fds.begin() + kFixedDescriptors, m.fds.end());
+  int pid = -1, pidfd = -1;
+  const std::string error = fork_proxy(req, agent, pid, pidfd);
+  m.close_fds();
+  std::vector<int> attached;
+  if (pidfd >= 0) attached.push_back(pidfd);
+  send_message(socket, error.empty() ? "spawned " + std::to_string(pid) + "\n" : "failed " + error + "\n", attached);
+  if (pidfd >= 0) ::close(pidfd);
+}
+
+}  // namespace
+
+bool Zygote::running() const {
+  std::lock_guard lock(mu_);
+  return socket_ >= 0;
+}
+
+Zygote::~Zygote() {
+  if (socket_ < 0) return;
+  ::close(socket_);  // the zygote's receive ends: it exits
+  reap(process_.pidfd);
+  ::close(process_.pidfd);
+}
+
+std::string Zygote::start(const std::vector<std::string>& env) {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) return std::string("prctl(PR_SET_CHILD_SUBREAPER): ") + std::strerror(errno);
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return std::string("socketpair: ") + std::strerror(errno);
+  runtime::SpawnRequest req;
+  req.argv = {"/proc/self/exe", "node-zygote"};
+  req.env = env;
+  req.stdout_fd = STDOUT_FILENO;  // what it says goes to the agent's log
+  req.stderr_fd = STDERR_FILENO;
+  req.inherit_fds = {pair[1]};
+  req.parent_death_signal = SIGKILL;
+  process_ = runtime::spawn_process(req);
+  ::close(pair[1]);
+  if (process_.pid < 0) {
+    ::close(pair[0]);
+    return process_.error;
+  }
+  socket_ = pair[0];
+  return {};
+}
+
+runtime::Spawned Zygote::spawn(const runtime::SpawnRequest& req) {
+  runtime::Spawned out;
+  if (req.netns_fd < 0 || req.stdout_fd < 0 || req.stderr_fd < 0) {
+    out.error = "the zygote needs the network namespace, stdout and stderr";
+    return out;
+  }
+  std::string text = "spawn " + std::to_string(req.uid) + " " + std::to_string(req.gid) + " " +
+                     std::to_string(req.parent_death_signal) + "\n";
+  for (const auto& kv : req.env)
+    if (kv.find('\n') == std::string::npos) text += kv + "\n";
+  std::vector<int> fds = {req.netns_fd, req.stdout_fd, req.stderr_fd};
+  fds.insert(fds.end(), req.inherit_fds.begin(), req.inherit_fds.end());
+  std::lock_guard lock(mu_);
+  std::optional<Message> reply;
+  if (socket_ >= 0 && send_message(socket_, text, fds)) reply = receive_message(socket_);
+  if (!reply) {
+    out.error = "the zygote is gone";
+    if (socket_ >= 0) {
+      ::close(socket_);
+      socket_ = -1;
+      reap(process_.pidfd);
+    }
+    return out;
+  }
+  const int pidfd = reply->fds.size() == 1 ? reply->fds[0] : -1;
+  int pid = -1;
+  if (std::sscanf(reply->text.c_str(), "spawned %d\n", &pid) == 1 && pid > 0 && pidfd >= 0) {
+    out.pid = pid;
+    out.pidfd = pidfd;
+    return out;
+  }
+  out.error = after(reply->text, "failed");
+  if (out.error.empty()) out.error = "unexpected answer from the zygote";
+  if (pidfd >= 0) {
+    reap(pidfd);  // a child that began and ended
+    ::close(pidfd);
+  }
+  return out;
+}
+
+}  // namespace node
+
+int run_node_zygote(Args) {
+  // Started by the agent with its socket on descriptor 3; serves it until the agent closes it.
+  const pid_t agent = ::getppid();
+  ::prctl(PR_SET_NAME, "sluice-zygote");
+  while (auto m = node::receive_message(node::kSocket)) node::serve_request(node::kSocket, agent, std::move(*m));
+  return 0;
+}
+
+}  // namespace sluice::app
