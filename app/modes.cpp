@@ -1,5 +1,6 @@
 // The mode dispatch, shared by main() and by the children per-node mode's zygote forks (app/node/zygote.h):
 // each runs its mode exactly as the binary would; configuration errors print one line and exit 2.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -40,6 +41,9 @@ void check_thread_cache_budget() {
 }  // namespace
 
 int run_mode(std::string_view mode, Args args) {
+  // A peer that resets a connection is an error value on the write, never a signal: OpenSSL writes the
+  // TLS sockets itself (proxy/io/tls_socket.h) without MSG_NOSIGNAL. Children get the default back (spawn.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   // No mode is a person trying the binary: show what it does (the image's CMD names the sidecar mode).
   if (mode.empty()) {
     std::fputs(kUsage.data(), stderr);

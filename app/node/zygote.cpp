@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "app/modes.h"
@@ -57,13 +58,24 @@ bool read_whole(int fd, T& value) {
 [[noreturn]] void run_proxy(const runtime::SpawnRequest& req, pid_t agent, int* staged, int err_fd, int go_fd) {
   int keep[] = {err_fd, go_fd};
   if (const int err = runtime::set_up_child(req, false, staged, keep); err != 0) fail(keep[0], err);
-  // No exec closes what the zygote had open: everything past the handed-on descriptors but these two goes.
-  const unsigned first_free = 3 + static_cast<unsigned>(req.inherit_fds.size());
-  const unsigned low = static_cast<unsigned>(std::min(keep[0], keep[1]));
-  const unsigned high = static_cast<unsigned>(std::max(keep[0], keep[1]));
-  if (low > first_free) ::syscall(SYS_close_range, first_free, low - 1, 0U);
-  if (high > low + 1) ::syscall(SYS_close_range, low + 1, high - 1, 0U);
-  ::syscall(SYS_close_range, high + 1, ~0U, 0U);
+  // No exec closes what the zygote had open (its socket above all, which spawns as any user): everything
+  // past the handed-on descriptors but these two goes, one by one where close_range is not allowed.
+  const int first_free = 3 + static_cast<int>(req.inherit_fds.size());
+  const auto kept = [&](int fd) { return fd == keep[0] || fd == keep[1]; };
+  const int low = std::min(keep[0], keep[1]), high = std::max(keep[0], keep[1]);
+  const bool ranged = (low == first_free || ::syscall(SYS_close_range, first_free, low - 1, 0U) == 0) &&
+                      (high == low + 1 || ::syscall(SYS_close_range, low + 1, high - 1, 0U) == 0) &&
+                      ::syscall(SYS_close_range, high + 1, ~0U, 0U) == 0;
+  if (!ranged) {
+    std::vector<int> open;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+      const int fd = std::atoi(it->path().filename().c_str());
+      if (fd >= first_free && !kept(fd)) open.push_back(fd);
+    }
+    if (ec) fail(keep[0], ec.value());
+    for (int fd : open) ::close(fd);  // the listing's own descriptor among them, closed already: harmless
+  }
   ::close(keep[0]);
   char go = 0;
   if (!read_whole(keep[1], go)) ::_exit(127);  // the zygote went away first

@@ -175,10 +175,15 @@ class NodeAgent : public ::testing::Test {
     std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/comm"), name);
     return name;
   }
+  // The zygote names itself once it runs, a moment after the agent started it.
   static long zygote_of(long agent) {
-    for (long child : children(agent))
-      if (name_of(child) == "sluice-zygote") return child;
-    return -1;
+    long zygote = -1;
+    eventually([&] {
+      for (long child : children(agent))
+        if (name_of(child) == "sluice-zygote") zygote = child;
+      return zygote > 0;
+    }, 10s);
+    return zygote;
   }
   static long parent_of(long pid) {
     std::string line;
