@@ -306,6 +306,38 @@ TEST_F(NodeAgent, APodsProxyIsForkedFromTheZygoteAndAPodStillJoinsWithoutOne) {
   for (long pid : {forked, exec_ed}) EXPECT_NE(::kill(static_cast<pid_t>(pid), 0), 0) << pid << " outlived the agent";
 }
 
+// A join whose "network namespace" is no namespace: the proxy forked for it cannot enter it, the pod is
+// refused with the reason, the child is reaped (no zombie, nothing but the zygote left), and the next pod
+// is served as ever. The test joins as a stub would (app/node/join.h).
+TEST_F(NodeAgent, AJoinWhoseNamespaceIsNoNamespaceIsRefusedWithTheReasonAndLeavesNothing) {
+  auto agent = start_agent();
+  const long zygote = zygote_of(agent->pid());
+  ASSERT_GT(zygote, 0);
+  const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  const auto address = node::unix_address(socket_);
+  ASSERT_EQ(::connect(conn, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0) << std::strerror(errno);
+  struct Close { int fd; ~Close() { ::close(fd); } } close_conn{conn};
+  const int not_a_namespace = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_TRUE(not_a_namespace >= 0 && root >= 0) << std::strerror(errno);
+  std::vector<std::string> lines;
+  for (const auto& [k, v] : env_) lines.push_back(k + "=" + v);
+  const int fds[] = {not_a_namespace, STDOUT_FILENO, STDERR_FILENO, root};
+  ASSERT_TRUE(node::send_message(conn, node::join_text(lines), fds));
+  ::close(not_a_namespace);
+  ::close(root);
+  auto reply = node::receive_message(conn);
+  ASSERT_TRUE(reply) << agent->stdout_text();
+  EXPECT_EQ(reply->text, "refused set-up: Invalid argument\n") << agent->stdout_text();
+  EXPECT_TRUE(eventually([&] { return children(agent->pid()) == std::vector<long>{zygote}; }, 10s))
+      << "the agent's children besides its zygote: " << run_command({"pgrep", "-a", "-P", std::to_string(agent->pid())}).out;
+
+  auto stub = start_stub();
+  ASSERT_TRUE(stub->wait_for_line("joined the node agent", 10s)) << stub->stdout_text() << agent->stdout_text();
+  EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text();
+  EXPECT_EQ(zygote_of(agent->pid()), zygote) << "the zygote is the one the agent started";
+}
+
 // One agent, 100 pods of 10 revisions, each pod a namespace of its own with its app and its stub. Every pod is
 // served on its own 127.0.0.1:8012 by a proxy with its own settings; one pod drains while the others serve
 // on; one pod is deleted whole (stub, app and namespace gone at once, as when a node kills a pod) and the
