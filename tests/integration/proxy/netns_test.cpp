@@ -292,6 +292,11 @@ TEST_F(NodeAgent, APodsProxyIsForkedFromTheZygoteAndAPodStillJoinsWithoutOne) {
   other_env["SERVING_POD"] = "other";
   Process other_stub(ProcessOptions{.argv = other.exec_as(kPodUser, {stub_bin_}), .env = other_env});
   ASSERT_TRUE(other_stub.wait_for_line("joined the node agent", 10s)) << other_stub.stdout_text() << agent->stdout_text();
+  // The agent's lines can be read a moment after the stub's.
+  ASSERT_TRUE(eventually([&] {
+    const auto out = agent->stdout_text();
+    return out.find("pod joined") != out.rfind("pod joined");
+  }, 10s)) << agent->stdout_text();
   EXPECT_NE(agent->stdout_text().find("the zygote is gone"), std::string::npos) << agent->stdout_text();
   const long exec_ed = proxy_pid(*agent);
   EXPECT_EQ(parent_of(exec_ed), agent->pid());
