@@ -141,6 +141,7 @@ int run_sidecar(Args args) {
   }
 
   std::promise<void> drained;
+  auto listeners = proxy::Server::Listeners::ours;
   asio::co_spawn(control, [&]() -> asio::awaitable<void> {
     bool first = true;
     while (true) {
@@ -157,6 +158,7 @@ int run_sidecar(Args args) {
       if (sig == SIGQUIT) {
         log::info("handed over: closing listeners").kv("signal", sig).kv("open_connections", server.open_connections());
         plane.close_listeners();
+        listeners = proxy::Server::Listeners::handed_over;
         drained.set_value();
         continue;
       }
@@ -172,7 +174,7 @@ int run_sidecar(Args args) {
 
   drained.get_future().wait();
   log::info("drained: closing listeners").kv("open_connections", server.open_connections());
-  server.shutdown(cfg.drain);
+  server.shutdown(cfg.drain, listeners);
   control.stop();
   control_thread.join();
   log::info("stopped");

@@ -2,10 +2,12 @@
 #include "common/listen.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -72,6 +74,18 @@ void hold(int fd) {
   if (std::find(l.held.begin(), l.held.end(), fd) == l.held.end()) l.held.push_back(fd);
 }
 
+// Classic BPF over a TCP segment (a socket filter sees it from the TCP header on): accept everything but a
+// segment whose SYN is set and ACK is not.
+constexpr unsigned kTcpFlagsOffset = 13;
+constexpr unsigned kSyn = 0x02, kAck = 0x10;
+constexpr std::array<sock_filter, 5> kDropNewHandshakes{{
+    BPF_STMT(BPF_LD | BPF_B | BPF_ABS, kTcpFlagsOffset),
+    BPF_STMT(BPF_ALU | BPF_AND | BPF_K, kSyn | kAck),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kSyn, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, 0),            // drop
+    BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),  // keep the whole segment
+}};
+
 }  // namespace
 
 AddressInUse::AddressInUse(const tcp::endpoint& ep, const std::string& listener)
@@ -86,6 +100,8 @@ std::uint16_t open_listener(tcp::acceptor& acceptor, const tcp::endpoint& ep, co
                             bool share_with_own_workers, const Netns& netns) {
   try {
     if (const int fd = take_inherited(ep); fd >= 0) {
+      const int unused = 0;  // the kernel wants an int's worth of option, and reads none
+      (void)::setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused);  // ENOENT: it had none
       acceptor.assign(ep.protocol(), fd);
       hold(fd);
       return ep.port();
@@ -135,6 +151,13 @@ void claim_port(const tcp::endpoint& ep, const std::string& listener, const Netn
   } catch (const boost::system::system_error& e) {
     fail(e, ep, listener);
   }
+}
+
+bool refuse_new_handshakes(tcp::acceptor& acceptor) {
+  if (!acceptor.is_open()) return false;
+  auto code = kDropNewHandshakes;  // the kernel copies it
+  sock_fprog program{.len = code.size(), .filter = code.data()};
+  return ::setsockopt(acceptor.native_handle(), SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) == 0;
 }
 
 void inherit_listeners(const std::vector<int>& fds) {

@@ -41,6 +41,16 @@ std::string any_address(const Netns& netns = {});
 // instant could still both get the port (a start-up check, not a lock).
 void claim_port(const tcp::endpoint& ep, const std::string& listener, const Netns& netns = {});
 
+// The first step of closing a listening socket for good: from here on the kernel drops each new connection
+// attempt (a SYN without an ACK) instead of completing its handshake, while handshakes already under way
+// complete and wait to be accepted. Closing a socket resets the connections in its accept queue, after
+// their client may have sent a request; a client turned away here retries its SYN in a second and finds
+// the port closed (refused), its request never sent. Children accepted from then on carry the same filter,
+// which never sees a SYN on an established connection. Never before a handover: the successor accepts on
+// the same socket (open_listener clears it from an inherited one all the same). False when the kernel
+// refused the filter (the close then resets as it always did).
+bool refuse_new_handshakes(tcp::acceptor& acceptor);
+
 // Listening sockets handed over by a predecessor, as nginx's binary upgrade hands them over: per-node
 // mode's agent restart (app/mode_node.cpp) starts each pod's new proxy with its old one's sockets, so that
 // no connection is refused or reset while one takes over from the other. open_listener takes the one bound

@@ -49,6 +49,11 @@ struct Timeouts {
   // under load sends its next request at once, but a busy machine can hold it back for a good part of a
   // second; a connection idle longer than this is closed at once, as Go and nginx close idle ones.
   Millis drain_idle_close{Seconds(1)};
+  // At shutdown, new connection attempts are turned away at once (net::refuse_new_handshakes) but the
+  // listeners stay open this long, for the handshakes already under way to complete and be served with
+  // Connection: close: closing a listener resets what is in its accept queue. A loopback or in-cluster
+  // handshake takes well under a millisecond.
+  Millis drain_handshakes{100};
 };
 
 // SERVING_READINESS_PROBE: how the user container's readiness is checked for health checks.

@@ -39,16 +39,22 @@ class Worker {
     thread_ = std::thread([this] { io_.run(); });
   }
 
-  // Runs on the worker's thread: stop accepting, close idle connections, let the rest finish.
-  void begin_shutdown() {
-    asio::post(io_, [this] {
-      close_listener(acceptor_, false);
-      close_listener(tls_acceptor_, true);
+  // Runs on the worker's thread: stop accepting, close idle connections, let the rest finish. Unless a
+  // successor accepts on the same sockets, new handshakes are refused first and the listeners close once
+  // those under way have been accepted.
+  void begin_shutdown(Server::Listeners listeners) {
+    asio::post(io_, [this, listeners] {
+      if (listeners == Server::Listeners::handed_over) close_listeners();
       context_.draining = true;
       context_.close_idle();
       // Copy: closing may erase from the set.
       std::vector<ConnectionHandle*> conns(context_.connections.begin(), context_.connections.end());
       for (auto* c : conns) c->close_when_idle();
+      if (listeners == Server::Listeners::handed_over) return;
+      net::refuse_new_handshakes(acceptor_);
+      net::refuse_new_handshakes(tls_acceptor_);
+      settle_.expires_after(context_.config.timeouts.drain_handshakes);
+      settle_.async_wait([this](error_code) { close_listeners(); });
     });
   }
 
@@ -59,6 +65,11 @@ class Worker {
   bool idle() const { return io_.stopped(); }
 
  private:
+  void close_listeners() {
+    close_listener(acceptor_, false);
+    close_listener(tls_acceptor_, true);
+  }
+
   // Connections the kernel has completed but nobody accepted yet would be reset by the close: take
   // them and serve their first request (with Connection: close) like any other.
   void close_listener(tcp::acceptor& acceptor, bool tls) {
@@ -117,6 +128,7 @@ class Worker {
   asio::io_context io_;
   tcp::acceptor acceptor_;
   tcp::acceptor tls_acceptor_;  // open only with a TLS configuration
+  asio::steady_timer settle_{io_};  // at shutdown, until the listeners close
   WorkerContext context_;
   std::atomic<std::size_t>& open_;
   std::thread thread_;
@@ -165,8 +177,8 @@ void Server::start() {
   for (auto& w : workers_) w->start();
 }
 
-void Server::shutdown(ShutdownLimits limits) {
-  for (auto& w : workers_) w->begin_shutdown();
+void Server::shutdown(ShutdownLimits limits, Listeners listeners) {
+  for (auto& w : workers_) w->begin_shutdown(listeners);
   const auto start = Clock::now();
   const auto deadline = limits.in_flight.count() > 0 ? start + limits.in_flight : Clock::time_point::max();
   std::optional<Clock::time_point> only_upgraded_since;

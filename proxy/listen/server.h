@@ -37,9 +37,15 @@ class Server {
     Millis upgraded{Seconds(60)};  // once only upgraded connections remain, from that moment
   };
 
+  // Whether a successor accepts on this server's listening sockets once it has shut down (per-node mode's
+  // agent restart): then they are only let go of, never touched.
+  enum class Listeners { ours, handed_over };
+
   // Stops accepting, lets in-flight exchanges finish (keep-alive connections close after their current
-  // exchange) within `limits`, then stops the workers. Returns once every worker thread has ended.
-  void shutdown(ShutdownLimits limits);
+  // exchange) within `limits`, then stops the workers. Returns once every worker thread has ended. A
+  // connection attempt made during the shutdown is refused, never accepted and then reset; see
+  // net::refuse_new_handshakes and Timeouts::drain_handshakes.
+  void shutdown(ShutdownLimits limits, Listeners listeners = Listeners::ours);
 
   std::size_t open_connections() const { return open_connections_.load(std::memory_order_relaxed); }
 
