@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <future>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -140,8 +139,17 @@ int run_sidecar(Args args) {
     ::close(cfg.node_channel);
   }
 
-  std::promise<void> drained;
-  auto listeners = proxy::Server::Listeners::ours;
+  // The control loop runs on this thread; once drained, the server's shutdown (which blocks until the
+  // exchanges in flight end) runs on one more while the control loop keeps answering, then stops it. No
+  // thread of its own for the control loop: in per-node mode every pod's proxy would keep one idle.
+  std::thread stopper;
+  auto stop = [&](proxy::Server::Listeners listeners) {
+    stopper = std::thread([&server, &control, &cfg, listeners] {
+      log::info("drained: closing listeners").kv("open_connections", server.open_connections());
+      server.shutdown(cfg.drain, listeners);
+      control.stop();
+    });
+  };
   asio::co_spawn(control, [&]() -> asio::awaitable<void> {
     bool first = true;
     while (true) {
@@ -158,25 +166,19 @@ int run_sidecar(Args args) {
       if (sig == SIGQUIT) {
         log::info("handed over: closing listeners").kv("signal", sig).kv("open_connections", server.open_connections());
         plane.close_listeners();
-        listeners = proxy::Server::Listeners::handed_over;
-        drained.set_value();
+        stop(proxy::Server::Listeners::handed_over);
         continue;
       }
       log::info("draining").kv("signal", sig).kv("open_connections", server.open_connections());
       plane.terminate();
       asio::co_spawn(control, [&]() -> asio::awaitable<void> {
         co_await plane.drained();
-        drained.set_value();
+        stop(proxy::Server::Listeners::ours);
       }, asio::detached);
     }
   }, asio::detached);
-  std::thread control_thread([&] { control.run(); });
-
-  drained.get_future().wait();
-  log::info("drained: closing listeners").kv("open_connections", server.open_connections());
-  server.shutdown(cfg.drain, listeners);
-  control.stop();
-  control_thread.join();
+  control.run();
+  stopper.join();
   log::info("stopped");
   return 0;
 }
