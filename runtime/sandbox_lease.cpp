@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,8 +42,9 @@ void remove_cgroup_tree(const fs::path& dir) {
   cgroup::remove_dir(dir, std::chrono::seconds(2), nullptr);
 }
 
-void undo(const fs::path& file) {
-  std::ifstream in(file);
+// Undoes what a lease's text records.
+void undo(const std::string& lease) {
+  std::istringstream in(lease);
   std::string kind, value;
   std::vector<fs::path> bases;
   while (in >> kind && std::getline(in >> std::ws, value)) {
@@ -113,24 +115,51 @@ void SandboxLease::record(std::string_view kind, const std::string& value) {
   if (!write_all(fd_, line)) log::warn("sandbox lease: record not written").kv("file", file_.string());
 }
 
+namespace {
+
+std::string read_all(int fd) {
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  return text;
+}
+
+// Sweeps one slot file if its owner is gone; true when it did. Two runtimes that start at once both sweep,
+// and the moment the file goes the slot's next owner may take it and make a link of the same name: the file
+// is undone only by the sweep that holds its lock while it is still the one at `path`, and removed before
+// that lock goes.
+bool sweep_one(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // swept meanwhile
+  bool swept = false;
+  const std::string text = read_all(fd);
+  std::istringstream in(text);
+  std::string word;
+  pid_t pid = 0;
+  unsigned long long started = 0;
+  struct stat held {}, current {};
+  // A slot file is written whole at creation; an unreadable one is being created right now. Leave it, and
+  // one whose owner still runs.
+  if ((in >> word >> pid >> started) && word == "owner" &&
+      !(pid > 0 && process_start_time(pid) == started && started != 0) &&
+      ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
+      held.st_dev == current.st_dev && held.st_ino == current.st_ino) {
+    undo(text);
+    ::unlink(path.c_str());
+    swept = true;
+  }
+  ::close(fd);
+  return swept;
+}
+
+}  // namespace
+
 int sweep_stale_leases(const fs::path& dir) {
   int swept = 0;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::ifstream in(entry.path());
-    std::string word;
-    pid_t pid = 0;
-    unsigned long long started = 0;
-    if (!(in >> word >> pid >> started) || word != "owner") {
-      // A slot file is written whole at creation; an unreadable one is being created right now. Leave it.
-      continue;
-    }
-    if (pid > 0 && process_start_time(pid) == started && started != 0) continue;  // its owner still runs
-    undo(entry.path());
-    std::error_code rm;
-    fs::remove(entry.path(), rm);
-    ++swept;
-  }
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (sweep_one(entry.path())) ++swept;
   return swept;
 }
 

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <thread>
 
 #include "runtime/sandbox_lease.h"
 #include "runtime/sandbox_net.h"
@@ -54,6 +58,52 @@ TEST_F(LeaseDir, SweepUndoesWhatADeadOwnerLeftAndKeepsLiveOnes) {
   EXPECT_FALSE(fs::exists(dir_ / "5"));
   EXPECT_TRUE(fs::exists(dir_ / std::to_string(live->slot())));
   EXPECT_EQ(sweep_stale_leases(dir_), 0);
+}
+
+// Two runtimes starting at once both sweep a slot a killed one left, and a third takes the slot the moment
+// its file goes, making what it records under the same name (a slot's link is named after the slot). Neither
+// sweep may undo or remove what the new owner made, and the slot counts as swept once.
+TEST_F(LeaseDir, TwoSweepsAtOnceNeverUndoWhatTheSlotsNextOwnerMade) {
+  const auto made = dir_ / "made-by-slot-0";  // as "link sluice0": the name comes with the slot
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int rounds = 0;
+  for (; rounds < 300 && std::chrono::steady_clock::now() < deadline; ++rounds) {
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "0") << "owner 4194305 12345\nsandbox old\nbase " << made.string() << "\n";
+    std::atomic<int> swept{0};
+    std::atomic<bool> go{false};
+    std::unique_ptr<SandboxLease> next;
+    auto sweep = [&] {
+      while (!go) std::this_thread::yield();
+      swept += sweep_stale_leases(dir_);
+    };
+    std::thread a(sweep), b(sweep);
+    std::thread taker([&] {
+      std::string error;
+      while (!go) std::this_thread::yield();
+      while (!next && std::chrono::steady_clock::now() < deadline) {
+        next = SandboxLease::acquire(dir_, 1, "new", error);
+        if (!next) std::this_thread::yield();
+      }
+      if (next) {
+        next->record("base", made.string());
+        fs::create_directory(made);
+      }
+    });
+    go = true;
+    a.join();
+    b.join();
+    taker.join();
+    ASSERT_TRUE(next) << "round " << rounds << ": the slot was never freed";
+    // A sweep that came late may not run now either.
+    swept += sweep_stale_leases(dir_);
+    ASSERT_EQ(swept, 1) << "round " << rounds;
+    ASSERT_TRUE(fs::exists(made)) << "round " << rounds << ": a sweep undid the new owner's work";
+    ASSERT_TRUE(fs::exists(dir_ / "0")) << "round " << rounds << ": a sweep removed the new owner's lease";
+    next.reset();
+    fs::remove(made);
+  }
+  EXPECT_GT(rounds, 0);
 }
 
 TEST(SandboxNet, RangesAndAddresses) {
