@@ -21,7 +21,7 @@ constexpr std::string_view kUsage =
     "  gateway      local serverless gateway: sluice gateway -- CMD ARGS\n"
     "  run          run one app instance under the runtime: sluice run -- CMD ARGS\n"
     "  autoscaler   KPA tools: sluice autoscaler simulate --trace FILE.csv; autoscaler serve (KEDA)\n"
-    "  node         per-node agent: serves every pod that joins it (SLUICE_NODE_SOCKET)\n"
+    "  node         per-node agent: serves every pod the kubelet publishes to it (sluice-csi) and that joins it\n"
     "  node-stub    a pod's side of per-node mode, in queue-proxy's place: joins the agent, drains on SIGTERM\n"
     "  help         this text; --version prints the version\n"
     "Run 'sluice <mode> --help' for a mode's options. The container image runs 'sluice sidecar'.\n";

@@ -58,6 +58,14 @@ MAX=0
 for n in $PODS; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
 WORK=$(mktemp -d /tmp/sluice-node-bench.XXXXXX)
+chmod 755 "$WORK"  # the pods' stubs run as 65534 and reach their volumes and the stub's copy here
+cp "$STUB" "$WORK/sluice-node-stub"
+CONTROL=$WORK/control/control.sock
+# Each pod's stub in a cgroup of its own, as the kubelet makes them (the agent checks it, the proxy joins it).
+CG2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") { print $5; exit } break } }' /proc/self/mountinfo)
+[ -n "$CG2" ] || die "needs a cgroup v2 hierarchy (per-node mode checks each stub's cgroup)"
+CGROUPS=$CG2$(sed -n 's/^0:://p' /proc/self/cgroup)/sluice-node-bench-$$
+CGROUPS=${CGROUPS//\/\//\/}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.txt
 HOLDERS=()   # per pod: the process that holds its network namespace
@@ -76,6 +84,7 @@ cleanup() {
   [ -z "${AGENT:-}" ] || stop_pids "$AGENT"
   stop_pids "${APPS[@]}" "${HOLDERS[@]}"
   rm -rf "$WORK"
+  [ ! -d "${CGROUPS:-}" ] || find "$CGROUPS" -depth -type d -exec rmdir {} + 2>/dev/null || true
 }
 trap cleanup EXIT
 trap "exit 130" INT TERM  # so that cleanup runs
@@ -124,23 +133,36 @@ start() {
   PROXIES=()
   AGENT=
   if [ "$mode" = node ]; then
-    SLUICE_NODE_SOCKET=$WORK/node.sock taskset -c 0 "$SLUICE" node >"$WORK/agent.log" 2>&1 &
+    rm -rf "$WORK/control" "$WORK/volumes"  # no pod of an earlier row is recorded
+    SLUICE_NODE_CONTROL_SOCKET=$CONTROL taskset -c 0 "$SLUICE" node >"$WORK/agent.log" 2>&1 &
     AGENT=$!
     disown
     local deadline=$((SECONDS + 10))
-    until [ -S "$WORK/node.sock" ]; do [ $SECONDS -lt $deadline ] || die "the agent did not start"; sleep 0.02; done
+    until [ -S "$CONTROL" ]; do [ $SECONDS -lt $deadline ] || die "the agent did not start"; sleep 0.02; done
   fi
   for ((i = 0; i < n; i++)); do
     local -a cmd
     case $mode in
       sidecar) cmd=("$SLUICE" sidecar) ;;
       queue-proxy) cmd=("$QUEUE_PROXY") ;;
-      node) cmd=("$STUB") ;;
+      node) cmd=("$WORK/sluice-node-stub") ;;  # a copy the pods' user can reach
     esac
+    local -a as=() wrap=()
+    if [ "$mode" = node ]; then
+      # The kubelet's part: the pod's volume published (its own socket) and a cgroup named for the pod, which
+      # the stub (as a pod's user) starts in and its proxy joins.
+      local uid
+      uid=$(printf '00000000-0000-4000-8000-%012d' "$i")
+      SLUICE_NODE_CONTROL_SOCKET=$CONTROL "$SLUICE" node publish "vol-$i" bench "svc-$((i % 10))-00001-pod-$i" "$uid" \
+        "$WORK/volumes/pod-$i" >/dev/null || die "node: pod $i not published"
+      mkdir -p "$CGROUPS/pod$uid/queue-proxy"
+      wrap=(sh -c "echo \$\$ > $CGROUPS/pod$uid/queue-proxy/cgroup.procs && exec \"\$@\"" sh)
+      as=(-S 65534 -G 65534)
+    fi
     # shellcheck disable=SC2046
-    taskset -c 0 nsenter --net="$(netns "$i")" -- env -i PATH=/usr/bin:/bin $(pod_env "$i") \
+    taskset -c 0 "${wrap[@]}" nsenter --net="$(netns "$i")" "${as[@]}" -- env -i PATH=/usr/bin:/bin $(pod_env "$i") \
       SERVING_READINESS_PROBE="$PROBE" SERVING_LOGGING_CONFIG="$LOGGING" OBSERVABILITY_CONFIG="$OBSERVABILITY" \
-      SLUICE_NODE_SOCKET="$WORK/node.sock" "${cmd[@]}" >/dev/null 2>&1 &
+      SLUICE_NODE_SOCKET="$WORK/volumes/pod-$i/node.sock" "${cmd[@]}" >/dev/null 2>&1 &
     PROXIES+=($!)
     disown
   done
@@ -227,7 +249,7 @@ measure() { # measure MODE N: one row of the table
     local load=$!
     sleep 1  # wrk's connections are up
     local t0=$EPOCHREALTIME
-    SLUICE_NODE_SOCKET=$WORK/node.sock taskset -c 0 "$SLUICE" node >"$WORK/agent2.log" 2>&1 &
+    SLUICE_NODE_CONTROL_SOCKET=$CONTROL taskset -c 0 "$SLUICE" node >"$WORK/agent2.log" 2>&1 &
     local successor=$!
     disown
     local deadline=$((SECONDS + 120))

@@ -103,6 +103,21 @@ std::optional<Hierarchy> find_v1(std::string_view mountinfo, std::string_view pr
   return std::nullopt;
 }
 
+std::vector<std::filesystem::path> dirs_of(std::string_view mountinfo, std::string_view proc_cgroup) {
+  std::vector<std::filesystem::path> out;
+  for (auto line : split(proc_cgroup, '\n')) {
+    const auto c1 = line.find(':'), c2 = line.find(':', c1 == std::string_view::npos ? c1 : c1 + 1);
+    if (c2 == std::string_view::npos) continue;
+    const auto id = line.substr(0, c1), controllers = line.substr(c1 + 1, c2 - c1 - 1);
+    const std::string path(line.substr(c2 + 1));
+    std::optional<Hierarchy> h;
+    if (id == "0") h = find_unified(mountinfo, line);
+    else if (!controllers.empty()) h = find_v1(mountinfo, line, split(controllers, ',').front());
+    if (h) out.push_back(h->own_dir());
+  }
+  return out;
+}
+
 std::optional<Hierarchy> unified() {
   return find_unified(slurp("/proc/self/mountinfo"), slurp("/proc/self/cgroup"));
 }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sluice::runtime::cgroup {
 
@@ -25,6 +26,11 @@ std::optional<Hierarchy> v1(std::string_view controller);
 std::optional<Hierarchy> find_unified(std::string_view mountinfo, std::string_view proc_cgroup);
 std::optional<Hierarchy> find_v1(std::string_view mountinfo, std::string_view proc_cgroup,
                                  std::string_view controller);
+
+// Every hierarchy a process is in, from its /proc/PID/cgroup text: the dir of each (mount + its path there)
+// that `mountinfo` shows mounted, in the order of `proc_cgroup`'s lines. A hierarchy not mounted here is
+// left out.
+std::vector<std::filesystem::path> dirs_of(std::string_view mountinfo, std::string_view proc_cgroup);
 
 // File helpers; false (with errno-derived text in `error` when given) on failure.
 bool write_file(const std::filesystem::path& file, std::string_view value, std::string* error = nullptr);

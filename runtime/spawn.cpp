@@ -70,12 +70,19 @@ int set_up_child(const SpawnRequest& req, bool in_cgroup, int* staged, std::span
     if (::write(fd, "0", 1) != 1) return errno;
   if (req.netns_fd >= 0 && ::syscall(SYS_setns, req.netns_fd, CLONE_NEWNET) != 0) return errno;
   if (req.ipcns_fd >= 0 && ::syscall(SYS_setns, req.ipcns_fd, CLONE_NEWIPC) != 0) return errno;
+  if (req.drop_capabilities) {
+    // Every capability the kernel knows, until it answers EINVAL past the last one.
+    for (unsigned long cap = 0; ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; ++cap)
+      if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) return errno;
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return errno;
+  }
   // Raw system calls: glibc's setuid would try to signal threads that exist only in the parent.
   if (req.gid >= 0) {
     if (::syscall(SYS_setgroups, 0, nullptr) != 0) return errno;
     if (::syscall(SYS_setresgid, req.gid, req.gid, req.gid) != 0) return errno;
   }
   if (req.uid >= 0 && ::syscall(SYS_setresuid, req.uid, req.uid, req.uid) != 0) return errno;
+  if (req.drop_capabilities && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
   auto onto = [&](int fd, int target, int null_flags) {
     if (fd < 0) fd = ::open("/dev/null", null_flags);
     return fd >= 0 && ::dup2(fd, target) >= 0;

@@ -26,6 +26,11 @@ struct SpawnRequest {
   int ipcns_fd = -1;             // likewise for an IPC namespace
   std::vector<int> join_procs_fds;  // further cgroup.procs files (a pod's v1 memory/cpu dirs) to write "0" to
   int uid = -1, gid = -1;        // when >= 0, the child drops supplementary groups and switches before exec
+  // The child keeps no capability and can gain none: its bounding and ambient sets are cleared (which takes
+  // CAP_SETPCAP in the parent) before the switch of user, and no_new_privs is set, so neither a set-user-ID
+  // file nor a file capability raises it again. For a child that must hold nothing its parent held (a pod's
+  // proxy in per-node mode); with a uid >= 1 its effective and permitted sets are empty too.
+  bool drop_capabilities = false;
   int stdin_fd = -1;             // dup'ed onto 0; -1: /dev/null (at EOF)
   std::vector<int> inherit_fds;  // dup'ed onto 3, 4, ... in order and left open across exec
   bool own_process_group = true;  // false: stays in sluice's (a terminal's Ctrl-C reaches it too)

@@ -1,6 +1,6 @@
 // How a pod joins `sluice node`, the per-node agent: its stub (`sluice node-stub`, the container that takes
-// queue-proxy's place) connects to the agent's unix socket and hands over the pod's queue-proxy settings
-// and its network namespace; the agent serves the pod from outside it (common/netns.h) until the stub asks
+// queue-proxy's place) connects to the pod's own socket, which the agent made in the pod's sluice volume
+// (app/node/publications.h), and hands over the pod's queue-proxy settings and its network namespace; the agent serves the pod from outside it (common/netns.h) until the stub asks
 // for a drain or goes away.
 //
 // SOCK_SEQPACKET, one message each way at a time, text:

@@ -1,9 +1,12 @@
 // See node_socket.h.
 #include "app/node/node_socket.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -18,7 +21,7 @@ namespace sluice::app::node {
 
 std::optional<std::string> socket_option(Args args, std::string_view mode) {
   Options o({{"SLUICE_NODE_SOCKET", "socket", false,
-              "the agent's unix socket, where pods join (default /run/sluice/node.sock)"}},
+              "the pod's own socket to the node agent, in the pod's sluice volume (default /run/sluice/node.sock)"}},
             process_env(), args);
   if (o.help_requested()) {
     std::fputs(o.help_text(mode).c_str(), stdout);
@@ -27,13 +30,50 @@ std::optional<std::string> socket_option(Args args, std::string_view mode) {
   return o.get_string("SLUICE_NODE_SOCKET", kDefaultSocket);
 }
 
-sockaddr_un unix_address(const std::string& path) {
+namespace {
+
+// `op` on the address of `path`, through its directory when the path is too long for one.
+template <typename Op>
+int at_unix_path(const std::string& path, Op op) {
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  if (path.size() >= sizeof a.sun_path)
-    throw ConfigError("SLUICE_NODE_SOCKET=\"" + path + "\": longer than a unix socket path may be");
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  return a;
+  if (path.size() < sizeof a.sun_path) {
+    std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+    return op(a);
+  }
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
+  const int fd = slash == std::string::npos ? -1 : ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    if (slash == std::string::npos) errno = ENAMETOOLONG;
+    return -1;
+  }
+  const std::string via = "/proc/self/fd/" + std::to_string(fd) + "/" + name;
+  int result = -1;
+  if (via.size() >= sizeof a.sun_path) {
+    errno = ENAMETOOLONG;
+  } else {
+    std::memcpy(a.sun_path, via.c_str(), via.size() + 1);
+    result = op(a);
+  }
+  const int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return result;
+}
+
+}  // namespace
+
+int unix_connect(int socket, const std::string& path) {
+  return at_unix_path(path, [&](const sockaddr_un& a) {
+    return ::connect(socket, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  });
+}
+
+int unix_bind(int socket, const std::string& path) {
+  return at_unix_path(path, [&](const sockaddr_un& a) {
+    return ::bind(socket, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  });
 }
 
 int signal_descriptor() {

@@ -13,12 +13,15 @@
 
 namespace sluice::app::node {
 
-// The agent's socket, from --socket or SLUICE_NODE_SOCKET (default kDefaultSocket); nullopt once --help
-// was answered (for `mode`).
+// The stub's socket to the agent, from --socket or SLUICE_NODE_SOCKET (default kDefaultSocket); nullopt once
+// --help was answered (for `mode`).
 std::optional<std::string> socket_option(Args args, std::string_view mode);
 
-// Throws ConfigError naming SLUICE_NODE_SOCKET for a path too long for a unix socket.
-sockaddr_un unix_address(const std::string& path);
+// connect(2) and bind(2) of a unix socket at `path`, whatever its length: a path longer than a socket
+// address holds (a kubelet's volume paths come close: /var/lib/kubelet/pods/UID/volumes/kubernetes.io~csi/
+// NAME/mount/node.sock) is reached through its directory, /proc/self/fd/N/NAME. 0, or -1 with errno set.
+int unix_connect(int socket, const std::string& path);
+int unix_bind(int socket, const std::string& path);
 
 // SIGTERM and SIGINT as a descriptor to poll; blocked in every thread started after this.
 int signal_descriptor();

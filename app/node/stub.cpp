@@ -29,7 +29,6 @@ int run_node_stub(Args args) {
   const auto socket = node::socket_option(args, "node-stub");
   if (!socket) return 0;
   const std::string& path = *socket;
-  const auto address = node::unix_address(path);
   const int signals = node::signal_descriptor();
   const int netns = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (netns < 0) throw ConfigError(std::string("/proc/self/ns/net: ") + std::strerror(errno));
@@ -44,7 +43,7 @@ int run_node_stub(Args args) {
   bool told_waiting = false;
   while (true) {
     const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (::connect(conn, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    if (node::unix_connect(conn, path) != 0) {
       ::close(conn);
       if (!told_waiting) log::info("waiting for the node agent").kv("socket", path).kv("error", std::strerror(errno));
       told_waiting = true;

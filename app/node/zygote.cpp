@@ -131,10 +131,11 @@ std::string fork_proxy(const runtime::SpawnRequest& req, pid_t agent, int& pid, 
 
 void serve_request(int socket, pid_t agent, Message m) {
   const auto head_end = m.text.find('\n');
-  int uid = -1, gid = -1, death = 0;
+  int uid = -1, gid = -1, death = 0, drop = 0;
+  unsigned cgroups = 0;
   auto env = parse_join("join\n" + (head_end == std::string::npos ? std::string() : m.text.substr(head_end + 1)));
-  if (std::sscanf(m.text.c_str(), "spawn %d %d %d\n", &uid, &gid, &death) != 3 || !env ||
-      m.fds.size() < kFixedDescriptors) {
+  if (std::sscanf(m.text.c_str(), "spawn %d %d %d %d %u\n", &uid, &gid, &death, &drop, &cgroups) != 5 || !env ||
+      m.fds.size() < kFixedDescriptors + cgroups) {
     m.close_fds();
     send_message(socket, "failed not a spawn request\n");
     return;
@@ -147,7 +148,9 @@ void serve_request(int socket, pid_t agent, Message m) {
   req.netns_fd = m.fds[0];
   req.stdout_fd = m.fds[1];
   req.stderr_fd = m.fds[2];
-  req.inherit_fds.assign(m.fds.begin() + kFixedDescriptors, m.fds.end());
+  req.drop_capabilities = drop != 0;
+  req.join_procs_fds.assign(m.fds.begin() + kFixedDescriptors, m.fds.begin() + kFixedDescriptors + cgroups);
+  req.inherit_fds.assign(m.fds.begin() + kFixedDescriptors + cgroups, m.fds.end());
   int pid = -1, pidfd = -1;
   const std::string error = fork_proxy(req, agent, pid, pidfd);
   m.close_fds();
@@ -199,10 +202,12 @@ runtime::Spawned Zygote::spawn(const runtime::SpawnRequest& req) {
     return out;
   }
   std::string text = "spawn " + std::to_string(req.uid) + " " + std::to_string(req.gid) + " " +
-                     std::to_string(req.parent_death_signal) + "\n";
+                     std::to_string(req.parent_death_signal) + " " + (req.drop_capabilities ? "1 " : "0 ") +
+                     std::to_string(req.join_procs_fds.size()) + "\n";
   for (const auto& kv : req.env)
     if (kv.find('\n') == std::string::npos) text += kv + "\n";
   std::vector<int> fds = {req.netns_fd, req.stdout_fd, req.stderr_fd};
+  fds.insert(fds.end(), req.join_procs_fds.begin(), req.join_procs_fds.end());
   fds.insert(fds.end(), req.inherit_fds.begin(), req.inherit_fds.end());
   std::lock_guard lock(mu_);
   std::optional<Message> reply;

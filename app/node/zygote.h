@@ -11,8 +11,9 @@
 // (the agent's) and start. The agent waits on its pidfd and reaps it as any child.
 //
 // On the zygote's socket (descriptor 3), SOCK_SEQPACKET, one request at a time:
-//   agent  -> zygote  "spawn UID GID PDEATHSIG\n" + the environment as KEY=VALUE lines, with the descriptors
-//                     attached: the network namespace, stdout, stderr, then those to hand on as 3, 4, ...
+//   agent  -> zygote  "spawn UID GID PDEATHSIG DROPCAPS NCGROUPS\n" + the environment as KEY=VALUE lines, with
+//                     the descriptors attached: the network namespace, stdout, stderr, NCGROUPS cgroup.procs
+//                     files to join, then those to hand on as 3, 4, ...
 //   zygote -> agent   "spawned PID\n" with the proxy's pidfd | "failed REASON\n" (with a pidfd when there is
 //                     a child to reap)
 #pragma once
@@ -40,9 +41,9 @@ class Zygote {
   std::string start(const std::vector<std::string>& env);
   bool running() const;
 
-  // `sluice sidecar` forked from the zygote, set up as `req` asks (its argv, cgroup and process-group
-  // fields aside: the proxy runs in its own process group, in the agent's cgroup; netns_fd, stdout_fd and
-  // stderr_fd are required). Thread-safe. A proxy that then fails is reported as a spawned one that exits.
+  // `sluice sidecar` forked from the zygote, set up as `req` asks (its argv, cgroup_dir_fd, cgroup_procs_fd
+  // and process-group fields aside: the proxy runs in its own process group, in the cgroups join_procs_fds
+  // name, else the agent's; netns_fd, stdout_fd and stderr_fd are required). Thread-safe. A proxy that then fails is reported as a spawned one that exits.
   runtime::Spawned spawn(const runtime::SpawnRequest& req);
 
  private:

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -213,6 +214,27 @@ def port_open(port, host="127.0.0.1"):
 CAPABILITY_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support", "capability.sh")
 
 
+NODE_USER = 65534  # a per-node pod's stub runs as a user other than root, as Knative's queue-proxy does
+
+
+def node_cgroup_base():
+    """A cgroup v2 directory of this suite's own (under the one it runs in), where each per-node pod's stub
+    gets a cgroup named as the kubelet names a pod's (pod<UID>/queue-proxy)."""
+    root = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[fields.index("-") + 1] == "cgroup2":
+                root = fields[4]
+                break
+    own = next(l.split(":", 2)[2].strip() for l in open("/proc/self/cgroup") if l.startswith("0::"))
+    if root is None:
+        raise RuntimeError("no cgroup v2 hierarchy mounted: per-node mode's stubs need one")
+    base = os.path.join(root + own, f"sluice-conformance-{os.getpid()}")
+    os.makedirs(base, exist_ok=True)
+    return base
+
+
 def _die_with_parent(new_session=False):
     """For a child process: killed when this process ends (PR_SET_PDEATHSIG), so that nothing the suite
     started outlives it, even when it is killed itself."""
@@ -251,18 +273,37 @@ class World:
         self.recorder = Recorder(RECORDER)
         self.node_agent = None
         if flavor == "sluice-node":
-            # `sluice node`, which every case's pod joins through its stub (app/node/join.h).
-            self.node_socket = os.path.join(tmp, "node.sock")
+            # `sluice node`, which every case's pod joins through its stub (app/node/join.h) on the pod's own
+            # socket: published as the kubelet publishes a pod's volume (Proxy.publish), the stub run as a
+            # user other than root in a cgroup named for its pod (node_cgroup), as in a cluster.
+            self.node_control = os.path.join(tmp, "control", "control.sock")
+            os.chmod(tmp, 0o711)  # the stubs' user (and its proxy) reaches the suite's certificates below it
+            self.node_public = tempfile.mkdtemp(prefix="sluice-node-conformance-")
+            os.chmod(self.node_public, 0o755)  # the stubs' user reaches the volumes and the binary there
+            shutil.copy(binary, os.path.join(self.node_public, "sluice"))
+            self.node_stub_binary = os.path.join(self.node_public, "sluice")
+            self.node_cgroup_base = node_cgroup_base()
+            self.node_volumes = 0
             log = os.path.join(tmp, "node-agent.log")
             with open(log, "wb") as out:
-                self.node_agent = subprocess.Popen([binary, "node"], env={"SLUICE_NODE_SOCKET": self.node_socket},
+                self.node_agent = subprocess.Popen([binary, "node"],
+                                                   env={"SLUICE_NODE_CONTROL_SOCKET": self.node_control,
+                                                        "SLUICE_NODE_MAX_PODS": "2000"},
                                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                    preexec_fn=_die_with_parent())
             deadline = time.time() + 10
-            while not os.path.exists(self.node_socket):
+            while not os.path.exists(self.node_control):
                 if time.time() > deadline or self.node_agent.poll() is not None:
                     raise RuntimeError(f"the node agent did not start: {open(log, 'rb').read()[-500:]!r}")
                 time.sleep(0.01)
+
+    def node_command(self, *args):
+        """A root command to the agent (`sluice node ...`): its reply."""
+        r = subprocess.run([self.binary, "node", *args], env={"SLUICE_NODE_CONTROL_SOCKET": self.node_control},
+                           capture_output=True, text=True, timeout=20)
+        if r.returncode != 0:
+            raise RuntimeError(f"sluice node {' '.join(args)}: {r.stdout.strip()} {r.stderr.strip()}")
+        return r.stdout
 
     def need(self, *names):
         """Capabilities of the machine (tests/support/capability.sh probes them): a missing one skips the
@@ -283,6 +324,7 @@ class World:
             from upstreams import make_certs
             d = os.path.join(self.tmp, "certs")
             os.makedirs(d, exist_ok=True)
+            os.chmod(d, 0o755)  # the CA, as a pod's trust store, readable by a per-node pod's proxy
             self._certs = make_certs(d)
         return self._certs  # (ca, cert, key)
 
@@ -353,6 +395,7 @@ class World:
             os.makedirs(CERT_DIR, exist_ok=True)
             shutil.copy(cert, f"{CERT_DIR}/tls.crt")
             shutil.copy(key, f"{CERT_DIR}/tls.key")
+            os.chmod(f"{CERT_DIR}/tls.key", 0o644)  # as a Secret volume shows it to queue-proxy's non-root user
         elif os.path.exists(CERT_DIR):
             shutil.rmtree(CERT_DIR)
 
@@ -364,6 +407,14 @@ class World:
             p.wait()
         if self._grpc:
             self._grpc.server.stop(0)
+        if self.node_agent:
+            shutil.rmtree(self.node_public, ignore_errors=True)
+            for d in [os.path.join(self.node_cgroup_base, e) for e in os.listdir(self.node_cgroup_base)] + [self.node_cgroup_base]:
+                try:
+                    os.rmdir(os.path.join(d, "queue-proxy")) if os.path.isdir(os.path.join(d, "queue-proxy")) else None
+                    os.rmdir(d)
+                except OSError:
+                    pass
 
 
 class Proxy:
@@ -380,16 +431,60 @@ class Proxy:
                 full.pop(k, None)
         self.env = full
         self.flavor = world.flavor
+        self.world = world
+        self.volume = None
+        setup = _die_with_parent(new_session=True)
         if world.flavor == "sluice-node":  # the pod's stub; the pod's proxy is the agent's (World.node_agent)
-            full["SLUICE_NODE_SOCKET"] = world.node_socket
-            args = [world.binary, "node-stub"]
+            full["SLUICE_NODE_SOCKET"] = self.publish(world, full)
+            args = [world.node_stub_binary, "node-stub"]
+            procs = os.path.join(self.cgroup, "cgroup.procs")
+            die_with_parent = setup
+
+            def setup():  # into the pod's cgroup, then the pod's user (which clears the parent-death signal)
+                with open(procs, "w") as f:
+                    f.write("0")
+                os.setgroups([])
+                os.setgid(NODE_USER)
+                os.setuid(NODE_USER)
+                die_with_parent()
         else:
             args = [world.binary] + (["sidecar"] if world.flavor == "sluice" else [])
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.p = subprocess.Popen(args, env=full, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                      preexec_fn=_die_with_parent(new_session=True), cwd=world.tmp)
+                                      preexec_fn=setup, cwd=world.node_public if self.volume else world.tmp)
         self.started = time.time()
         world.all_proxies.append(self)
+
+    def publish(self, world, env):
+        """The kubelet's part: this pod's volume published to the agent (its own socket) and a cgroup named for
+        the pod; the socket's path."""
+        world.node_volumes += 1
+        n = world.node_volumes
+        self.volume = f"conformance-{n}"
+        uid = f"00000000-0000-4000-8000-{n:012d}"
+        self.target = os.path.join(world.node_public, "volumes", self.volume)
+        self.cgroup = os.path.join(world.node_cgroup_base, f"pod{uid}", "queue-proxy")
+        os.makedirs(self.cgroup, exist_ok=True)
+        # Knative sets both from the pod's metadata; a case that empties or unsets them names no pod.
+        namespace = env.get("SERVING_NAMESPACE") or "conformance"
+        name = env.get("SERVING_POD") or POD
+        world.node_command("publish", self.volume, namespace, name, uid, self.target)
+        return os.path.join(self.target, "node.sock")
+
+    def unpublish(self):
+        if self.volume is None:
+            return
+        self.world.node_command("unpublish", self.volume, self.target)
+        for d in (self.cgroup, os.path.dirname(self.cgroup)):
+            deadline = time.time() + 5
+            while os.path.exists(d):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    if time.time() > deadline:
+                        break
+                    time.sleep(0.02)
+        self.volume = None
 
     def alive(self):
         return self.p.poll() is None
@@ -446,6 +541,7 @@ class Proxy:
             deadline = time.time() + 5
             while time.time() < deadline and any(port_open(p) for p in (MAIN, ADMIN, STATS)):
                 time.sleep(0.01)
+            self.unpublish()  # as the kubelet does once the pod is gone
 
 
 class T:

@@ -153,22 +153,45 @@ render node
 D=DaemonSet/sluice-node
 N='.spec.template.spec.containers[?(@.name=="node")]'
 P=MutatingAdmissionPolicy/sluice-node-stub
-check "node: the agent's image" "$(q node $D "$N.image")" "$image"
+check "node: the agent's image" "$(q node $D "$N.image")" registry.example.com/sluice-node:0.1.0
+check "node: ... which the image's node target builds, with sluice-csi" \
+  "$(grep -c '^RUN .*rootfs.sh /build/app/sluice-csi' "$repo/docker/Dockerfile")" 1
 check "node: the agent runs 'sluice node'" "$(q node $D "$N.args[*]")" node
 check "node: the agent runs on every node (tolerates every taint)" "$(q node $D '.spec.template.spec.tolerations[0].operator')" Exists
-socket_dir=$(q node $D "$N.volumeMounts[?(@.name==\"sluice-run\")].mountPath")
-check "node: the agent's socket is in its mounted directory" "$(env_of node $D "$N" SLUICE_NODE_SOCKET)" "$socket_dir/node.sock"
-check "node: that directory is the host's" "$(q node $D '.spec.template.spec.volumes[?(@.name=="sluice-run")].hostPath.path')" /run/sluice
-# The stub has no SLUICE_NODE_SOCKET of its own (Knative sets queue-proxy's environment): it uses the
-# default, which must be where the policy mounts the host's directory.
-default_socket=$(sed -n 's/.*kDefaultSocket = "\(.*\)";/\1/p' "$repo/app/node/join.h")
-check "node: the stub's default socket is the agent's" "$default_socket" "$socket_dir/node.sock"
-check "node: the agent keeps only SYS_ADMIN (setns), SETUID, SETGID and KILL (a pod's proxy runs as its stub's user)" \
+control=$(env_of node $D "$N" SLUICE_NODE_CONTROL_SOCKET)
+control_dir=$(q node $D "$N.volumeMounts[?(@.name==\"control\")].mountPath")
+check "node: the control socket is in its own directory" "$(dirname "$control")" "$control_dir"
+check "node: ... the host's, so that an old agent and its successor share it" \
+  "$(q node $D '.spec.template.spec.volumes[?(@.name=="control")].hostPath.path')" "$control_dir"
+check "node: the CSI socket is where the kubelet looks for plugins" \
+  "$(env_of node $D "$N" SLUICE_CSI_SOCKET)" /var/lib/kubelet/plugins/csi.sluice.dev/csi.sock
+check "node: the plugin registers in the kubelet's registry" \
+  "$(env_of node $D "$N" SLUICE_CSI_REGISTRATION_SOCKET)" /var/lib/kubelet/plugins_registry/csi.sluice.dev-reg.sock
+check "node: the agent sees the kubelet's directory (pods' volumes), new mounts included" \
+  "$(q node $D '.spec.template.spec.volumes[?(@.name=="kubelet")].hostPath.path') $(q node $D "$N.volumeMounts[?(@.name==\"kubelet\")].mountPath") $(q node $D "$N.volumeMounts[?(@.name==\"kubelet\")].mountPropagation")" \
+  "/var/lib/kubelet /var/lib/kubelet HostToContainer"
+check "node: the agent sees the host's cgroups (a stub's, which its proxy joins)" \
+  "$(q node $D '.spec.template.spec.volumes[?(@.name=="cgroup")].hostPath.path') $(q node $D "$N.volumeMounts[?(@.name==\"cgroup\")].mountPath")" \
+  "/sys/fs/cgroup /sys/fs/cgroup"
+check "node: the agent sees every process (a joining stub's pid)" "$(q node $D .spec.template.spec.hostPID)" true
+check "node: the CSI driver's name is the agent's" "$(q node CSIDriver/csi.sluice.dev .metadata.name)" \
+  "$(env_of node $D "$N" SLUICE_CSI_DRIVER_NAME)"
+check "node: the driver is told each pod's namespace, name and UID, for inline volumes alone" \
+  "$(q node CSIDriver/csi.sluice.dev .spec.podInfoOnMount) $(q node CSIDriver/csi.sluice.dev '.spec.volumeLifecycleModes[*]') $(q node CSIDriver/csi.sluice.dev .spec.attachRequired)" \
+  "true Ephemeral false"
+check "node: the agent's generation is its DaemonSet pod's (never hands over to an older one)" \
+  "$(env_of node $D "$N" SLUICE_NODE_GENERATION)" "metadata.labels['pod-template-generation']"
+check "node: ready once it holds every pod (the readiness probe asks the agent's ready file)" \
+  "$(q node $D "$N.readinessProbe.exec.command[*]") $(dirname "$(env_of node $D "$N" SLUICE_NODE_READY_FILE)")" \
+  "/sluice node ready $(q node $D "$N.volumeMounts[?(@.name==\"ready\")].mountPath")"
+check "node: the agent keeps only SYS_ADMIN (setns), SETUID, SETGID, SETPCAP and KILL" \
   "$(q node $D "$N.securityContext.capabilities.drop[*]") $(q node $D "$N.securityContext.capabilities.add[*]")" \
-  "ALL SYS_ADMIN SETUID SETGID KILL"
+  "ALL SYS_ADMIN SETUID SETGID SETPCAP KILL"
 check "node: an update starts the new agent beside the old one (it takes the pods over)" \
   "$(q node $D '.spec.updateStrategy.rollingUpdate.maxSurge') $(q node $D '.spec.updateStrategy.rollingUpdate.maxUnavailable')" "1 0"
 check "node: ... and deletes the old one only once the new one has run a while" "$(q node $D '.spec.minReadySeconds')" 10
+check "node: the agent's grace period covers Knative's longest revision timeout (600 s) and the quiet period (30 s)" \
+  "$([ "$(q node $D .spec.template.spec.terminationGracePeriodSeconds)" -ge 630 ] && echo yes || echo no)" yes
 check "node: the agent's root file system is read-only" "$(q node $D "$N.securityContext.readOnlyRootFilesystem")" true
 check "node: the agent cannot gain privileges" "$(q node $D "$N.securityContext.allowPrivilegeEscalation")" false
 check "node: the agent's namespace allows a privileged pod" \
@@ -188,16 +211,35 @@ check "node: the policy changes the queue-proxy container" \
 check "node: ... into the stub (the image's sluice-node-stub)" \
   "$(grep -o 'command:\["/sluice-node-stub"\]' <<<"$mutation")" 'command:["/sluice-node-stub"]'
 check "node: ... which the image has" "$(grep -c '^RUN .*rootfs.sh /build/app/sluice-node-stub' "$repo/docker/Dockerfile")" 1
-check "node: ... with the agent's directory mounted where the stub looks" \
-  "$(grep -o "mountPath:\"$socket_dir\"" <<<"$mutation")" "mountPath:\"$socket_dir\""
-check "node: ... which is the host's directory the agent mounts" \
-  "$(grep -o 'hostPath{path:"[^"]*"' <<<"$mutation")" 'hostPath{path:"/run/sluice"'
+# The stub has no SLUICE_NODE_SOCKET of its own (Knative sets queue-proxy's environment): it uses the
+# default, which must be the pod's socket in the volume the policy mounts.
+default_socket=$(sed -n 's/.*kDefaultSocket = "\(.*\)";/\1/p' "$repo/app/node/join.h")
+pod_socket=$(sed -n 's/.*kPodSocketName = "\(.*\)";/\1/p' "$repo/app/node/publications.h")
+check "node: ... with its sluice volume mounted where the stub looks for its socket" \
+  "$(grep -o 'mountPath:"[^"]*"' <<<"$mutation")" "mountPath:\"$(dirname "$default_socket")\""
+check "node: ... the socket the agent makes in the volume" "$(basename "$default_socket")" "$pod_socket"
+check "node: ... a CSI inline volume of the agent's driver" \
+  "$(grep -o 'csi:Object.spec.volumes.csi{driver:"[^"]*"' <<<"$mutation")" 'csi:Object.spec.volumes.csi{driver:"csi.sluice.dev"'
+check "node: no stubbed pod gets a hostPath" "$(grep -c hostPath <<<"$mutation")" 0
+# Pod Security "restricted", as a namespace that enforces it would judge a Knative pod with the policy's
+# changes applied (tests/deploy/restricted_pod.py; the pod as Knative v1.23 makes it, knative_pod.yaml).
+"$kubectl" annotate --local -f "$repo/tests/deploy/knative_pod.yaml" sluice.test/read=1 -o json > "$work/pod.json"
+verdict=$(/usr/bin/python3 "$repo/tests/deploy/restricted_pod.py" "$work/pod.json" "$mutation"; echo "exit $?")
+check "node: a Knative pod, stubbed, is allowed by Pod Security restricted" "$(tail -n1 <<<"$verdict")" "exit 0"
+[ "$(tail -n1 <<<"$verdict")" = "exit 0" ] || echo "$verdict"
+check "node: ... the check itself refuses a hostPath volume" \
+  "$(/usr/bin/python3 "$repo/tests/deploy/restricted_pod.py" "$work/pod.json" \
+       "${mutation//csi:Object.spec.volumes.csi\{driver:\"csi.sluice.dev\",readOnly:true\}/hostPath:Object.spec.volumes.hostPath\{path:\"/run/sluice\"\}}" | head -n1)" \
+  "baseline: volume sluice is a hostPath"
 check "node: the binding names the policy" "$(q node MutatingAdmissionPolicyBinding/sluice-node-stub .spec.policyName)" sluice-node-stub
 check "node: namespaces opt in by label" \
   "$(q node MutatingAdmissionPolicyBinding/sluice-node-stub '.spec.matchResources.namespaceSelector.matchLabels.sluice\.dev/per-node')" enabled
 check "node: Knative's queue-proxy image is sluice's" "$(q node ConfigMap/config-deployment '.data.queue-sidecar-image')" "$image"
-check "node: the stub's CPU request is lowered (the agent does the work)" \
-  "$(q node ConfigMap/config-deployment '.data.queue-sidecar-cpu-request')" 1m
+check "node: no cluster-wide Knative default is lowered (the queue-proxy image alone is set)" \
+  "$(q node ConfigMap/config-deployment '.data' | tr -d ' ')" "{\"queue-sidecar-image\":\"$image\"}"
+check "node: the agent's DaemonSet is deploy/node's only workload (the pods it serves are Knative's)" \
+  "$("$kubectl" annotate --local -f "$work/node.yaml" sluice.test/read=1 -o jsonpath='{.kind}{"\n"}' |
+     grep -cE '^(Deployment|DaemonSet|StatefulSet|Pod|Job|CronJob|ReplicaSet)$')" 1
 
 echo
 [ "$failures" = 0 ] || { echo "$failures check(s) failed"; exit 1; }

@@ -12,7 +12,7 @@
 # this script through SLUICE_NEED (tests/support/capability.h), Python and shell tests run it directly.
 set -uo pipefail
 
-NAMES="root busybox netns runc crun cgroup2-freeze cgroup2-cpu-max cgroup1-freezer cgroup1-cfs-quota podman
+NAMES="root busybox netns runc crun cgroup2 cgroup2-freeze cgroup2-cpu-max cgroup1-freezer cgroup1-cfs-quota podman
 chromium python-grpc python-otlp openssl curl nghttp wrk localhost kubectl h2spec tmux"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-capability-XXXXXX") || exit 2
@@ -73,6 +73,7 @@ probe() {
       out=$(unshare --net ip link add sluice-cap0 type veth peer name sluice-cap1 2>&1) ||
         { echo "cannot make a network namespace with a veth pair: ${out:0:300}"; return 1; } ;;
     runc | crun) oci_runs "$1" ;;
+    cgroup2) cgroup2_child_ok cgroup.procs ;;
     cgroup2-freeze) cgroup2_child_ok cgroup.freeze ;;
     cgroup2-cpu-max)
       local root

@@ -52,5 +52,21 @@ TEST(CgroupDiscovery, NoCgroupMountsFindsNothing) {
   EXPECT_FALSE(find_unified(kHybridMounts, "6:freezer:/\n"));
 }
 
+// Another process's cgroups (a per-node pod's stub): every hierarchy it is in that is mounted here, v1 ones by
+// their first controller, name=systemd by its name.
+TEST(CgroupDiscovery, EveryHierarchyOfAProcessThatIsMountedHere) {
+  const char* mounts =
+      "31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+      "33 30 0:30 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd\n"
+      "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+  const char* stub = "12:name=systemd:/kubepods/pod9/c1\n4:memory:/kubepods/pod9/c1\n"
+                     "2:cpu,cpuacct:/kubepods/pod9/c1\n0::/kubepods/pod9/c1\n";
+  EXPECT_EQ(dirs_of(mounts, stub), (std::vector<std::filesystem::path>{
+                                       "/sys/fs/cgroup/systemd/kubepods/pod9/c1",
+                                       "/sys/fs/cgroup/cpu,cpuacct/kubepods/pod9/c1",
+                                       "/sys/fs/cgroup/unified/kubepods/pod9/c1"}));  // memory: not mounted
+  EXPECT_EQ(dirs_of("", stub), std::vector<std::filesystem::path>{});
+}
+
 }  // namespace
 }  // namespace sluice::runtime::cgroup

@@ -1,0 +1,42 @@
+// The agent's control socket: the one way to change a running `sluice node`, for root alone. It lies in a
+// directory only root may enter (made 0700, owned by root), no pod mounts it, and the agent accepts a command
+// on it only from a peer whose credentials (SO_PEERCRED) are root's; anything else is refused and logged.
+//
+// SOCK_SEQPACKET, text, one command a connection:
+//   "handover GENERATION\n"   a new agent takes over (app/mode_node.cpp): the reply "listener\n" carries this
+//                             socket's listening descriptor; "refused REASON\n" otherwise. GENERATION is the
+//                             DaemonSet pod's pod-template-generation ("-" for none): an agent never hands
+//                             over to an older one.
+//   "publish VOLUME NAMESPACE NAME UID TARGET\n"   the kubelet gave pod NAMESPACE/NAME (UID) a volume
+//                             (sluice-csi's NodePublishVolume): the agent makes that pod's socket at
+//                             TARGET/node.sock; "published SOCKET\n" | "refused REASON\n"
+//   "unpublish VOLUME TARGET\n"  the volume goes (NodeUnpublishVolume): the socket goes, and the pod's proxy
+//                             if it still runs; "unpublished\n"
+//   "ready\n"                 "ready\n" once this agent holds every pod it was handed, else "starting\n"
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::app::node {
+
+inline constexpr std::string_view kDefaultControlSocket = "/run/sluice-control/control.sock";
+
+// Makes the control socket's directory root's alone (0700, owner 0:0; made when missing): "" or why not.
+std::string secure_control_directory(const std::string& dir);
+
+// Whether the peer of a connected unix socket is root (uid 0); `peer_uid` gets its uid (or -1).
+bool peer_is_root(int connection, long& peer_uid);
+
+// One command on the control socket at `path` and its reply (with any descriptors attached), or nullopt
+// with `error` when no agent answered.
+struct Reply {
+  std::string text;
+  std::vector<int> fds;
+};
+std::optional<Reply> control_command(const std::string& path, std::string_view command, std::string& error,
+                                     int& connection);
+
+}  // namespace sluice::app::node
