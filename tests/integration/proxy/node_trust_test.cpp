@@ -270,5 +270,42 @@ TEST_F(NodeAgent, UnpublishingAPodsVolumeEndsItsProxyAndLeavesNothing) {
   EXPECT_EQ(node_command({"unpublish", volume_of(name), target_of(name).string()}).exit_code, 0);
 }
 
+// An update, as the DaemonSet makes it: the newer generation's agent takes every pod over, turns ready once it
+// holds them (`sluice node ready`, its readiness probe), and the old agent exits by itself. The old pod's
+// container, restarted, finds the newer agent and idles unready instead of taking the pods back.
+TEST_F(NodeAgent, AnUpdateGoesToTheNewerAgentWhichTurnsReadyAndNeverBackToTheOlder) {
+  const auto ready_file = [&](const std::string& name) { return (dir_ / (name + ".ready")).string(); };
+  const auto ready = [&](const std::string& name) {
+    return run_command({"env", "SLUICE_NODE_READY_FILE=" + ready_file(name), SLUICE_BIN, "node", "ready"}).exit_code == 0;
+  };
+  auto old_agent = start_agent({{"SLUICE_NODE_GENERATION", "3"}, {"SLUICE_NODE_READY_FILE", ready_file("old")}});
+  EXPECT_TRUE(eventually([&] { return ready("old"); }, 10s)) << old_agent->stdout_text();
+  auto stub = start_stub();
+  ASSERT_TRUE(stub->wait_for_line("joined the node agent", 10s)) << stub->stdout_text() << old_agent->stdout_text();
+  EXPECT_TRUE(eventually([&] { return serves(); }, 10s));
+
+  auto new_agent = start_agent({{"SLUICE_NODE_GENERATION", "4"}, {"SLUICE_NODE_READY_FILE", ready_file("new")}});
+  EXPECT_TRUE(new_agent->wait_for_line("pod taken over", 10s)) << new_agent->stdout_text() << old_agent->stdout_text();
+  EXPECT_TRUE(eventually([&] { return ready("new"); }, 10s)) << new_agent->stdout_text();
+  EXPECT_EQ(exit_status(*old_agent, 20s), "exited 0") << old_agent->stdout_text();
+  EXPECT_FALSE(ready("old")) << "an agent that stopped is not ready";
+  EXPECT_TRUE(serves());
+
+  // The old pod's container again, restarted by its kubelet: generation 3 gets no pod from generation 4.
+  Process restarted(ProcessOptions{.argv = {SLUICE_BIN, "node"},
+                                   .env = {{"SLUICE_NODE_CONTROL_SOCKET", control_}, {"SLUICE_NODE_GENERATION", "3"},
+                                           {"SLUICE_NODE_READY_FILE", ready_file("old")}}});
+  ASSERT_TRUE(restarted.wait_for_line("a newer agent serves this node", 10s)) << restarted.stdout_text() << restarted.stderr_text();
+  EXPECT_TRUE(new_agent->wait_for_line("handover refused", 10s)) << new_agent->stdout_text();
+  EXPECT_NE(new_agent->stdout_text().find("generation 3 is older than this agent's 4"), std::string::npos);
+  EXPECT_FALSE(ready("old"));
+  EXPECT_TRUE(ready("new"));
+  EXPECT_TRUE(serves());
+  EXPECT_EQ(stub->stdout_text().find("joined the node agent"), stub->stdout_text().rfind("joined the node agent"))
+      << "the stub joined again: " << stub->stdout_text();
+  restarted.signal(SIGTERM);
+  EXPECT_EQ(exit_status(restarted, 10s), "exited 0");
+}
+
 }  // namespace
 }  // namespace sluice::test
