@@ -22,6 +22,7 @@
 #include "app/node/join.h"
 #include "app/node/node_socket.h"
 #include "common/log.h"
+#include "common/thread_cache.h"
 #include "runtime/cgroup_fs.h"
 #include "runtime/spawn.h"
 
@@ -283,6 +284,8 @@ class PodService {
   }
 
   void serve() {
+    // From here this thread mostly waits, for the pod's life: what its free lists hold goes back to malloc.
+    memory::release_thread_cache();
     std::vector<int> watched = {conn_, pidfd_, stop_event_, node_.handover};
     while (true) {
       const int ready = wait_readable(watched, -1);

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <iterator>
 #include <string>
 
 namespace sluice::app::node {
@@ -42,6 +44,27 @@ TEST(NodeJoin, TheEnvironmentAndTheNamespaceArriveAsOneMessage) {
   ::close(ns);
   ::close(root);
   m->close_fds();
+}
+
+// The receiver learns a message's size before it takes it (a peek): the descriptors still arrive once, and
+// none is left open behind the ones handed over.
+TEST(NodeJoin, DescriptorsArriveOnceAndNoneIsLeftBehind) {
+  const auto open_descriptors = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+  };
+  Pair p;
+  const auto before = open_descriptors();
+  const int fds[] = {STDOUT_FILENO, STDERR_FILENO};
+  ASSERT_TRUE(send_message(p.fd[0], "pod 1 1\n", fds));
+  auto m = receive_message(p.fd[1]);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->fds.size(), 2u);
+  EXPECT_EQ(open_descriptors(), before + 2);
+  m->close_fds();
+  EXPECT_EQ(open_descriptors(), before);
+  ::close(p.fd[0]);
+  p.fd[0] = -1;
+  EXPECT_FALSE(receive_message(p.fd[1])) << "a closed peer is no message";
 }
 
 TEST(NodeJoin, AValueOverSeveralLinesIsLeftOutAndAnythingButAJoinIsNone) {
