@@ -38,6 +38,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -144,6 +145,10 @@ int run_node(Args args) {
   node.settings = node::agent_settings(o);
   if (command) return node_command(node.settings, args);
   const AgentSettings& s = node.settings;
+  if (const char* shared = std::getenv("SLUICE_NODE_SOCKET"); shared && *shared)
+    log::warn("SLUICE_NODE_SOCKET is not the agent's any more: each pod joins through its own socket, which the "
+              "kubelet's publish of the pod's volume makes (deploy/node); no socket is made there")
+        .kv("SLUICE_NODE_SOCKET", shared);
   enter_host_cgroup_namespace();
   const int signals = node::signal_descriptor();
   const std::string control_dir = fs::path(s.control_socket).parent_path().string();

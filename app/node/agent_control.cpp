@@ -1,6 +1,7 @@
 // The agent's control socket and the pods' sockets: publish, unpublish, the records, readiness, and the
 // commands root sends (app/node/control.h).
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -62,7 +63,9 @@ void unpublish(Node& node, const std::string& volume, const std::string& target)
   }
   node::remove_record(node.settings.state_dir, volume);
   if (!dir.empty() && dir.front() == '/') {
-    ::unlink((dir + "/" + std::string(node::kPodSocketName)).c_str());
+    const std::string socket = dir + "/" + std::string(node::kPodSocketName);
+    struct stat st {};
+    if (::lstat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(socket.c_str());  // ours, or nothing
     ::rmdir(dir.c_str());  // the directory CSI's publish made (the kubelet removes it too, if it is left)
   }
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -196,14 +197,20 @@ class PodService {
     cgroup_fds_ = cgroup_join_files(peer_.pid, error);
     if (!error.empty()) return error;
     {
-      std::lock_guard lock(node_.mu);
+      std::unique_lock lock(node_.mu);
       if (node_.pods.size() > node_.settings.max_pods)
         return "this agent serves " + std::to_string(node_.settings.max_pods) + " pods already (SLUICE_NODE_MAX_PODS)";
-      const auto it = node_.published.find(volume_);
-      if (it == node_.published.end()) return "the pod's volume is no longer published";
-      if (it->second.service != nullptr && it->second.service != this) return "the pod is joined already";
+      // A stub that comes back (its container restarted) can join before the agent has ended the service of
+      // its previous connection, which is ending: that one is waited for, within the join timeout.
+      const auto other_service = [&] {
+        const auto it = node_.published.find(volume_);
+        return it != node_.published.end() && it->second.service != nullptr && it->second.service != this;
+      };
+      node_.cv.wait_for(lock, std::chrono::milliseconds(node_.settings.join_timeout_ms), [&] { return !other_service(); });
+      if (node_.published.find(volume_) == node_.published.end()) return "the pod's volume is no longer published";
+      if (other_service()) return "the pod is joined already";
+      node_.published.find(volume_)->second.service = this;  // with the check: one join a pod
     }
-    link();
     return {};
   }
 

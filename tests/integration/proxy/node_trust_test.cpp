@@ -307,5 +307,20 @@ TEST_F(NodeAgent, AnUpdateGoesToTheNewerAgentWhichTurnsReadyAndNeverBackToTheOld
   EXPECT_EQ(exit_status(restarted, 10s), "exited 0");
 }
 
+// A pod's stub killed and restarted at once (its container restarted by the kubelet) joins again, though its
+// new join may come before the agent has ended the old connection's proxy: one join a pod at a time, the
+// new one waiting for the old to end rather than being refused.
+TEST_F(NodeAgent, AStubRestartedAtOnceJoinsAgain) {
+  auto agent = start_agent();
+  for (int round = 0; round < 5; ++round) {
+    auto stub = start_stub();
+    ASSERT_TRUE(stub->wait_for_line("joined the node agent", 10s))
+        << "round " << round << ": " << stub->stdout_text() << agent->stdout_text();
+    EXPECT_TRUE(eventually([&] { return serves(); }, 10s)) << agent->stdout_text();
+    ASSERT_EQ(::kill(stub->pid(), SIGKILL), 0);
+  }
+  EXPECT_EQ(agent->stdout_text().find("joined already"), std::string::npos) << agent->stdout_text();
+}
+
 }  // namespace
 }  // namespace sluice::test
