@@ -7,8 +7,10 @@
 # For 1, 10 and 100 pods (--pods) it reports the proxies' memory idle and after every pod has served
 # requests (RSS summed over processes, and PSS, which shares a library's pages among the processes that map
 # it: the figure that adds up to what the node spends), idle CPU, and CPU per request under wrk in one pod.
-# Proxies run on CPU 0; the apps and wrk on CPU 1. In node mode it then restarts the agent under wrk in one
-# pod (a second agent takes every pod over) and reports how long that took and what failed meanwhile.
+# Proxies run on CPU 0; the apps and wrk on CPU 1. Node mode runs as in a cluster: each pod published to the
+# agent as the kubelet does (its own socket), its stub as uid 65534, each mode's proxy (node: its stub) in a
+# cgroup named for its pod. In node mode it then restarts the agent under wrk in one pod (a second agent
+# takes every pod over) and reports how long that took and what failed meanwhile.
 # Root only (namespaces); everything is stopped on exit.
 set -euo pipefail
 
@@ -61,7 +63,8 @@ WORK=$(mktemp -d /tmp/sluice-node-bench.XXXXXX)
 chmod 755 "$WORK"  # the pods' stubs run as 65534 and reach their volumes and the stub's copy here
 cp "$STUB" "$WORK/sluice-node-stub"
 CONTROL=$WORK/control/control.sock
-# Each pod's stub in a cgroup of its own, as the kubelet makes them (the agent checks it, the proxy joins it).
+# Each pod's proxy (node mode: its stub) in a cgroup of its own, as the kubelet makes them (the agent checks
+# the stub's, the proxy joins it).
 CG2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) == "cgroup2") { print $5; exit } break } }' /proc/self/mountinfo)
 [ -n "$CG2" ] || die "needs a cgroup v2 hierarchy (per-node mode checks each stub's cgroup)"
 CGROUPS=$CG2$(sed -n 's/^0:://p' /proc/self/cgroup)/sluice-node-bench-$$
@@ -147,16 +150,18 @@ start() {
       queue-proxy) cmd=("$QUEUE_PROXY") ;;
       node) cmd=("$WORK/sluice-node-stub") ;;  # a copy the pods' user can reach
     esac
+    # Every mode's proxy (node: its stub, which its proxy joins) in a cgroup named for its pod, as the kubelet
+    # places a pod's queue-proxy container: the same depth in the hierarchy (the kernel's accounting on each
+    # context switch grows with it), the same for each mode.
     local -a as=() wrap=()
+    local uid
+    uid=$(printf '00000000-0000-4000-8000-%012d' "$i")
+    mkdir -p "$CGROUPS/$mode-$n/pod$uid/queue-proxy"
+    wrap=(sh -c "echo \$\$ > $CGROUPS/$mode-$n/pod$uid/queue-proxy/cgroup.procs && exec \"\$@\"" sh)
     if [ "$mode" = node ]; then
-      # The kubelet's part: the pod's volume published (its own socket) and a cgroup named for the pod, which
-      # the stub (as a pod's user) starts in and its proxy joins.
-      local uid
-      uid=$(printf '00000000-0000-4000-8000-%012d' "$i")
+      # The kubelet's part: the pod's volume published (its own socket); the stub runs as a pod's user.
       SLUICE_NODE_CONTROL_SOCKET=$CONTROL "$SLUICE" node publish "vol-$i" bench "svc-$((i % 10))-00001-pod-$i" "$uid" \
         "$WORK/volumes/pod-$i" >/dev/null || die "node: pod $i not published"
-      mkdir -p "$CGROUPS/pod$uid/queue-proxy"
-      wrap=(sh -c "echo \$\$ > $CGROUPS/pod$uid/queue-proxy/cgroup.procs && exec \"\$@\"" sh)
       as=(-S 65534 -G 65534)
     fi
     # shellcheck disable=SC2046
