@@ -95,6 +95,7 @@ class PodService {
       if (auto it = node_.published.find(volume_); it != node_.published.end() && it->second.service == this)
         it->second.service = nullptr;
     }
+    node_.cv.notify_all();  // a join of the same pod may wait for this one to end
     ::close(conn_);
     close_all(pod_fds_);
     close_all(listeners_);
