@@ -53,9 +53,49 @@ Millis duration(const std::string& source, const YAML::Node& n, const std::strin
   fail(source, n, path, "'" + v + "' is not a duration such as 30s, 1m30s or 500ms");
 }
 
+namespace {
+
+// Where the command word of a simple command begins, past its leading NAME=value words (quotes and
+// backslashes in a value kept whole); text.size() when there is none.
+std::size_t command_word(const std::string& text) {
+  std::size_t at = text.find_first_not_of(" \t");
+  while (at != std::string::npos && at < text.size()) {
+    std::size_t name = at;
+    while (name < text.size() && (std::isalnum(static_cast<unsigned char>(text[name])) || text[name] == '_')) ++name;
+    const bool assignment = name > at && !std::isdigit(static_cast<unsigned char>(text[at])) && name < text.size() &&
+                            text[name] == '=';
+    if (!assignment) return at;
+    char quote = 0;
+    std::size_t end = name + 1;
+    for (; end < text.size(); ++end) {
+      const char c = text[end];
+      if (quote) {
+        if (c == quote) quote = 0;
+        else if (c == '\\' && quote == '"') ++end;
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '\\') {
+        ++end;
+      } else if (c == ' ' || c == '\t') {
+        break;
+      }
+    }
+    at = end < text.size() ? text.find_first_not_of(" \t", end) : std::string::npos;
+  }
+  return text.size();
+}
+
+}  // namespace
+
 std::vector<std::string> shell_command(const std::string& text) {
   bool compound = text.find_first_of(";&|\n`()<>") != std::string::npos;
-  return {"/bin/sh", "-c", compound ? text : "exec " + text};
+  if (compound) return {"/bin/sh", "-c", text};
+  // The shell is replaced by the command (signals reach the app itself). Leading NAME=value words (a
+  // Procfile's `web: NAME=value cmd`) stay before `exec`, which exports them to the command; after it they
+  // would be taken for the command's name.
+  const std::size_t word = command_word(text);
+  if (word >= text.size()) return {"/bin/sh", "-c", text};
+  return {"/bin/sh", "-c", text.substr(0, word) + "exec " + text.substr(word)};
 }
 
 std::vector<std::string> command_of(const std::string& source, const YAML::Node& n, const std::string& path) {

@@ -1,8 +1,13 @@
 // sluice gateway's configuration: YAML, Procfile and the one-liner, with errors that name the file, the
 // line and the key.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "app/gateway/config.h"
+#include "app/gateway/yaml_fields.h"
+#include "runtime/spawn.h"
 #include "common/config_error.h"
 #include "tests/unit/app/yaml_error.h"
 
@@ -74,6 +79,42 @@ services:
 TEST(GatewayConfig, ACompoundShellCommandKeepsItsShell) {
   auto g = parse_yaml("services:\n  a:\n    command: sleep 1; ./a\n", "f.yaml");
   EXPECT_EQ(g.services[0].command, (std::vector<std::string>{"/bin/sh", "-c", "sleep 1; ./a"}));
+}
+
+// What `argv` prints on stdout, run as the runtime runs an instance's command.
+std::string output_of(const std::vector<std::string>& argv) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return "pipe failed";
+  runtime::SpawnRequest req;
+  req.argv = argv;
+  req.env = {"PATH=/usr/bin:/bin"};
+  req.stdout_fd = out[1];
+  const auto child = runtime::spawn_process(req);
+  ::close(out[1]);
+  std::string text;
+  char buf[256];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  if (child.pid > 0) ::waitpid(child.pid, nullptr, 0);
+  if (child.pidfd >= 0) ::close(child.pidfd);
+  return text;
+}
+
+// A string command (and a Procfile line, `web: NAME=value cmd`) may set variables before its command, as a
+// shell line does: they stay before the `exec` that replaces the shell, which exports them to the command.
+TEST(GatewayConfig, AStringCommandMaySetVariablesBeforeItsCommand) {
+  using Argv = std::vector<std::string>;
+  EXPECT_EQ(shell_command("NAME=value python3 app.py"), (Argv{"/bin/sh", "-c", "NAME=value exec python3 app.py"}));
+  EXPECT_EQ(shell_command("A='x y' B=\"q r\" C=a\\ b ./web --port $PORT"),
+            (Argv{"/bin/sh", "-c", "A='x y' B=\"q r\" C=a\\ b exec ./web --port $PORT"}));
+  EXPECT_EQ(shell_command("./web A=1"), (Argv{"/bin/sh", "-c", "exec ./web A=1"}));
+  EXPECT_EQ(shell_command("A=1"), (Argv{"/bin/sh", "-c", "A=1"}));
+  EXPECT_EQ(shell_command("1A=2 ./web"), (Argv{"/bin/sh", "-c", "exec 1A=2 ./web"})) << "not a variable's name";
+  // Run: the variable reaches the command.
+  EXPECT_EQ(output_of(shell_command("GREETING='hello there' printenv GREETING")), "hello there\n");
+  const auto procfile = parse_procfile("web: GREETING=hi printenv GREETING\n", "Procfile");
+  ASSERT_EQ(procfile.services.size(), 1u);
+  EXPECT_EQ(output_of(procfile.services[0].command), "hi\n");
 }
 
 TEST(GatewayConfig, ProcfileLinesAreServicesAndTheFirstIsTheDefault) {
