@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "app/modes.h"
 #include "common/config_error.h"
@@ -63,6 +64,12 @@ int run_mode(std::string_view mode, Args args) {
       return 0;
     }
     if (mode == "--help" || mode == "-h" || mode == "help") {
+      // `sluice help MODE` is `sluice MODE --help`, as `git help` and `kubectl help` do.
+      if (!args.empty() && args[0] != "help" && !args[0].starts_with("-") && args[0] != "node-zygote") {
+        const std::string_view of = args[0];
+        const std::vector<std::string_view> help = {"--help"};
+        return run_mode(of, help);
+      }
       std::fputs(kUsage.data(), stdout);
       return 0;
     }

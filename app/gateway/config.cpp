@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -382,7 +385,9 @@ GatewayConfig parse_procfile(const std::string& text, const std::string& source)
 
 GatewayConfig load_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot be read");
+  if (!in) throw ConfigError(path + ": cannot be read: " + std::strerror(errno));
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError(path + ": cannot be read: it is a directory");
   std::stringstream text;
   text << in.rdbuf();
   std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);

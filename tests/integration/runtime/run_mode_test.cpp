@@ -40,6 +40,23 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+// `sluice help MODE` is the mode's own help, as `sluice MODE --help`; an unknown mode is named.
+TEST(RunMode, HelpWithAModeIsThatModesHelp) {
+  for (const std::string mode : {"gateway", "run", "node", "sidecar"}) {
+    const auto help = sluice::test::run_command({SLUICE_BINARY, "help", mode}, 20s);
+    const auto own = sluice::test::run_command({SLUICE_BINARY, mode, "--help"}, 20s);
+    EXPECT_EQ(help.exit_code, 0) << mode << ": " << help.err;
+    EXPECT_EQ(help.out, own.out) << mode;
+    EXPECT_NE(help.out.find("sluice " + mode), std::string::npos) << mode << ": " << help.out;
+  }
+  const auto top = sluice::test::run_command({SLUICE_BINARY, "help"}, 20s);
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_NE(top.out.find("usage: sluice <mode>"), std::string::npos) << top.out;
+  const auto unknown = sluice::test::run_command({SLUICE_BINARY, "help", "nope"}, 20s);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown mode 'nope'"), std::string::npos) << unknown.err;
+}
+
 TEST(RunMode, PrintsLifecycleAndOutputAndExitsWithTheAppsCode) {
   auto log_dir = std::filesystem::temp_directory_path() / ("sluice-run-logs-" + std::to_string(::getpid()));
   auto p = run({"--name", "r1", "--log-dir", log_dir.string(), "--", "/bin/sh", "-c",

@@ -117,6 +117,20 @@ TEST(GatewayConfig, AStringCommandMaySetVariablesBeforeItsCommand) {
   EXPECT_EQ(output_of(procfile.services[0].command), "hi\n");
 }
 
+// A file that cannot be read says why.
+TEST(GatewayConfig, AFileThatCannotBeReadSaysWhy) {
+  const auto message = [](const std::string& path) {
+    try {
+      load_file(path);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("/nonexistent-sluice-dir/nope.yaml"), "/nonexistent-sluice-dir/nope.yaml: cannot be read: No such file or directory");
+  EXPECT_EQ(message("/"), "/: cannot be read: it is a directory");
+}
+
 TEST(GatewayConfig, ProcfileLinesAreServicesAndTheFirstIsTheDefault) {
   auto g = parse_procfile("# comment\nweb: ./web\n\nworker:  ./worker --queue q\n", "Procfile");
   ASSERT_EQ(g.services.size(), 2u);
