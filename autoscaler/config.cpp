@@ -204,6 +204,12 @@ void validate(const AutoscalerConfig& c) {
   require(c.tick_interval > Duration::zero(), "tick interval", d(c.tick_interval), "must be positive");
 }
 
+std::vector<std::string_view> config_keys() {
+  std::vector<std::string_view> keys;
+  for (const auto& [name, set] : setters()) keys.push_back(name);
+  return keys;
+}
+
 namespace {
 
 void apply(AutoscalerConfig& config, const ConfigData& data) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "autoscaler/bucketed_window.h"
 #include "autoscaler/time.h"
@@ -82,6 +83,9 @@ using ConfigData = std::map<std::string, std::string, std::less<>>;
 AutoscalerConfig config_from_data(const ConfigData& cluster, const ConfigData& revision);
 // ConfigMap data only.
 AutoscalerConfig config_from_data(const ConfigData& cluster);
+
+// Every key config_from_data knows (config-autoscaler's and the per-revision annotations' names).
+std::vector<std::string_view> config_keys();
 
 // Knative's container-concurrency-max-limit default (config-defaults): the most a revision may admit.
 inline constexpr std::int32_t kContainerConcurrencyMax = 1000;

@@ -14,6 +14,7 @@
 #include "app/gateway/yaml_fields.h"
 #include "common/ascii.h"
 #include "common/config_error.h"
+#include "common/spelling.h"
 #include "runtime/sandbox_net.h"
 
 namespace sluice::app::gateway {
@@ -34,6 +35,12 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& source, const
   fail(source, n, path, "'" + v + "' is not [ADDRESS:]PORT");
 }
 
+std::string list_of(const std::set<std::string, std::less<>>& keys) {
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
 const std::set<std::string, std::less<>>& service_keys() {
   static const std::set<std::string, std::less<>> keys = {
       "command", "env", "working-dir", "handler", "rootfs", "image", "port", "hosts", "default", "readiness-path",
@@ -41,6 +48,16 @@ const std::set<std::string, std::less<>>& service_keys() {
       "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start",
       "request-timeout", "watch", "build", "build-timeout"};
   return keys;
+}
+
+// What an unknown key is told: the known key it is a slip for, or the keys there are.
+std::string unknown_key(const std::string& key, const std::vector<std::string_view>& known, const std::string& listing) {
+  if (const auto near = nearest_name(key, known); !near.empty()) return "unknown key (did you mean '" + near + "'?)";
+  return "unknown key (" + listing + ")";
+}
+
+std::vector<std::string_view> names_of(const std::set<std::string, std::less<>>& keys) {
+  return std::vector<std::string_view>(keys.begin(), keys.end());
 }
 
 // A list of strings, or one string.
@@ -129,7 +146,18 @@ ServiceConfig parse_service(const std::string& source, const std::string& name, 
     const std::string key = kv.first.Scalar();
     const YAML::Node& v = kv.second;
     if (!service_keys().contains(key)) {
-      scaling.emplace_back(key, v);  // an autoscaling key (Knative's names) or an error below
+      const auto autoscaling = autoscaler::config_keys();
+      if (key.starts_with('_') || std::find(autoscaling.begin(), autoscaling.end(), key) != autoscaling.end()) {
+        scaling.emplace_back(key, v);  // an autoscaling key (Knative's names)
+        continue;
+      }
+      auto known = names_of(service_keys());
+      known.insert(known.end(), autoscaling.begin(), autoscaling.end());
+      errors.attempt([&] {
+        fail(source, kv.first, base + "." + key,
+             unknown_key(key, known, "a service's keys are " + list_of(service_keys()) +
+                                     ", and Knative's autoscaling keys such as min-scale, max-scale, target"));
+      });
       continue;
     }
     errors.attempt([&] { service_key(source, s, key, v, base + "." + key); });
@@ -325,9 +353,11 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
           });
         }
       } else {
-        fail(source, kv.first, key,
-             "unknown key (allowed: listen, admin, request-timeout, drain-timeout, workers, throttle-mechanism, "
-             "status, request-lines, debounce, metadata-server, sandbox, sandbox-network, image-cache, features, autoscaler, services)");
+        static const std::set<std::string, std::less<>> top = {
+            "listen", "admin", "request-timeout", "drain-timeout", "workers", "throttle-mechanism", "status",
+            "request-lines", "debounce", "metadata-server", "sandbox", "sandbox-network", "image-cache", "features",
+            "autoscaler", "services"};
+        fail(source, kv.first, key, unknown_key(key, names_of(top), "allowed: " + list_of(top)));
       }
     });
   }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <limits>
 
 #include "autoscaler/go_duration.h"
 #include "common/config_error.h"
@@ -114,8 +116,18 @@ std::vector<std::string> command_of(const std::string& source, const YAML::Node&
 void Errors::throw_if_any(const std::string& source) const {
   if (list_.empty()) return;
   if (list_.size() == 1) throw ConfigError(list_.front());
-  std::string all = std::to_string(list_.size()) + " errors in " + source + ":";
-  for (const auto& e : list_) all += "\n  " + e;
+  // In the file's order, as an editor shows it: by the line each names ("SOURCE:LINE: ..."); the parser
+  // finds some (a service's autoscaling keys, cross-key checks) after the lines that follow them.
+  const auto line_of = [&](const std::string& e) {
+    if (e.compare(0, source.size() + 1, source + ":") != 0) return std::numeric_limits<long>::max();
+    char* end = nullptr;
+    const long line = std::strtol(e.c_str() + source.size() + 1, &end, 10);
+    return end && *end == ':' ? line : std::numeric_limits<long>::max();
+  };
+  auto sorted = list_;
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) { return line_of(a) < line_of(b); });
+  std::string all = std::to_string(sorted.size()) + " errors in " + source + ":";
+  for (const auto& e : sorted) all += "\n  " + e;
   throw ConfigError(all);
 }
 

@@ -131,6 +131,26 @@ TEST(GatewayConfig, AFileThatCannotBeReadSaysWhy) {
   EXPECT_EQ(message("/"), "/: cannot be read: it is a directory");
 }
 
+// A misspelt key is told the key it is a slip for, whether a service's own or an autoscaling one, and is
+// never called an autoscaler key; several errors come in the file's order.
+TEST(GatewayConfig, AMisspeltKeyIsToldWhatItMeantAndErrorsComeInFileOrder) {
+  EXPECT_EQ(yaml_error("services:\n  web:\n    comand: ./web\n    command: ./web\n"),
+            "sluice.yaml:3: services.web.comand: unknown key (did you mean 'command'?)");
+  EXPECT_EQ(yaml_error("services:\n  web:\n    command: ./web\n    max-scael: 3\n"),
+            "sluice.yaml:4: services.web.max-scael: unknown key (did you mean 'max-scale'?)");
+  EXPECT_EQ(yaml_error("servces:\n  web: {command: x}\nservices:\n  web: {command: x}\n"),
+            "sluice.yaml:1: servces: unknown key (did you mean 'services'?)");
+  const auto far = yaml_error("services:\n  web:\n    command: ./web\n    replicas: 3\n");
+  EXPECT_EQ(far.rfind("sluice.yaml:4: services.web.replicas: unknown key (a service's keys are ", 0), 0u) << far;
+  EXPECT_EQ(far.find("autoscaler key"), std::string::npos) << far;
+  // The autoscaling keys are checked after the service's own, though they stand before them here.
+  const auto two = yaml_error("services:\n  web:\n    max-scale: -2\n    command: ./web\n    buffer-size: no\n");
+  const auto first = two.find("sluice.yaml:3:"), second = two.find("sluice.yaml:5:");
+  ASSERT_NE(first, std::string::npos) << two;
+  ASSERT_NE(second, std::string::npos) << two;
+  EXPECT_LT(first, second) << two;
+}
+
 TEST(GatewayConfig, ProcfileLinesAreServicesAndTheFirstIsTheDefault) {
   auto g = parse_procfile("# comment\nweb: ./web\n\nworker:  ./worker --queue q\n", "Procfile");
   ASSERT_EQ(g.services.size(), 2u);

@@ -1,0 +1,39 @@
+// See spelling.h.
+#include "common/spelling.h"
+
+#include <algorithm>
+
+namespace sluice {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // Three rows of the classic table: the one two back serves the swap.
+  std::vector<std::size_t> before(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t replace = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, replace});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) current[j] = std::min(current[j], before[j - 2] + 1);
+    }
+    std::swap(before, previous);
+    std::swap(previous, current);
+  }
+  return previous[b.size()];
+}
+
+std::string nearest_name(std::string_view word, const std::vector<std::string_view>& candidates) {
+  const std::size_t allowed = std::max<std::size_t>(1, std::min<std::size_t>(2, word.size() / 3));
+  std::string_view best;
+  std::size_t best_distance = allowed + 1;
+  for (const auto candidate : candidates) {
+    const std::size_t d = edit_distance(word, candidate);
+    if (d < best_distance) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return std::string(best);
+}
+
+}  // namespace sluice
