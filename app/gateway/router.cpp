@@ -25,7 +25,10 @@ std::atomic<std::uint64_t> versions{0};
 Router::Router() : table_(std::make_shared<const Table>()), version_(++versions) {}
 
 void Router::publish(std::shared_ptr<const Table> table) {
-  table_.store(std::move(table), std::memory_order_release);
+  {
+    std::lock_guard lock(table_mu_);
+    table_ = std::move(table);
+  }
   version_.store(++versions, std::memory_order_release);
 }
 
@@ -40,7 +43,10 @@ const Router::Table& Router::current() const {
   thread_local Cached cached;
   auto version = version_.load(std::memory_order_acquire);
   if (cached.router != this || cached.version != version) {
-    cached.table = table_.load(std::memory_order_acquire);
+    {
+      std::lock_guard lock(table_mu_);
+      cached.table = table_;
+    }
     cached.router = this;
     cached.version = version;
   }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,7 +49,11 @@ class Router {
  private:
   const Table& current() const;
 
-  std::atomic<std::shared_ptr<const Table>> table_;
+  // Behind a lock, not std::atomic<shared_ptr>: libstdc++ 12's load() releases its internal lock with
+  // relaxed order, so a publish's write of the pointer races its read (ThreadSanitizer reports it). Readers
+  // take the lock only when the version changed (current()).
+  mutable std::mutex table_mu_;
+  std::shared_ptr<const Table> table_;
   std::atomic<std::uint64_t> version_;
 };
 
