@@ -62,8 +62,17 @@ constexpr const char* kGatewayUsage =
     "  --sandbox MODE         auto, on or off (default): each instance in a pod of its own (network\n"
     "                         namespace, address, cgroup with the service's memory/cpu limits)\n";
 
+// The command line's settings over the file's: at start, and again on every reload of the file, so that
+// a reload compares like with like (and reports no restart as needed for a flag that never changed).
+struct Flags {
+  std::vector<std::pair<std::string, std::string>> overrides;
+  bool no_throttle = false;
+  void apply(gw::GatewayConfig& g) const;
+};
+
 struct Cli {
   std::optional<gw::GatewayConfig> config;
+  Flags flags;
   bool check = false;
   bool help = false;
 };
@@ -92,52 +101,7 @@ void sweep_leftover_state_dirs() {
   }
 }
 
-Cli parse_cli(Args args) {
-  Cli cli;
-  std::vector<std::string> command;
-  std::string file;
-  std::vector<std::pair<std::string, std::string>> overrides;
-  bool no_throttle = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a(args[i]);
-    if (a == "--") {
-      for (++i; i < args.size(); ++i) command.emplace_back(args[i]);
-      break;
-    }
-    if (a == "--help" || a == "-h") {
-      cli.help = true;
-      return cli;
-    }
-    if (a == "--no-throttle") {
-      no_throttle = true;
-      continue;
-    }
-    if (a.substr(0, 2) != "--") throw ConfigError("unexpected argument '" + a + "' (put the command after --)");
-    std::string name = a.substr(2), value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else {
-      if (i + 1 >= args.size()) throw ConfigError("--" + name + " needs a value");
-      value = std::string(args[++i]);
-    }
-    if (name == "config" || name == "check") {
-      file = value;
-      cli.check = cli.check || name == "check";
-    } else if (name == "listen" || name == "admin" || name == "workers" || name == "status" || name == "throttle" ||
-               name == "sandbox" || name == "request-lines") {
-      overrides.emplace_back(name, value);
-    } else {
-      throw ConfigError("unknown flag '--" + name + "'\n" + kGatewayUsage);
-    }
-  }
-  if (!command.empty() && !file.empty()) throw ConfigError("give either --config FILE or -- CMD ARGS, not both");
-  if (command.empty() && file.empty()) {
-    if (std::filesystem::exists("sluice.yaml")) file = "sluice.yaml";
-    else if (std::filesystem::exists("Procfile")) file = "Procfile";
-    else throw ConfigError(std::string("no command and no sluice.yaml or Procfile here\n") + kGatewayUsage);
-  }
-  gw::GatewayConfig g = file.empty() ? gw::one_liner(std::move(command)) : gw::load_file(file);
+void Flags::apply(gw::GatewayConfig& g) const {
   if (no_throttle)
     for (auto& s : g.services) s.throttling = false;
   for (const auto& [name, value] : overrides) {
@@ -167,6 +131,54 @@ Cli parse_cli(Args args) {
       }
     }
   }
+}
+
+Cli parse_cli(Args args) {
+  Cli cli;
+  std::vector<std::string> command;
+  std::string file;
+  auto& overrides = cli.flags.overrides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a(args[i]);
+    if (a == "--") {
+      for (++i; i < args.size(); ++i) command.emplace_back(args[i]);
+      break;
+    }
+    if (a == "--help" || a == "-h") {
+      cli.help = true;
+      return cli;
+    }
+    if (a == "--no-throttle") {
+      cli.flags.no_throttle = true;
+      continue;
+    }
+    if (a.substr(0, 2) != "--") throw ConfigError("unexpected argument '" + a + "' (put the command after --)");
+    std::string name = a.substr(2), value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else {
+      if (i + 1 >= args.size()) throw ConfigError("--" + name + " needs a value");
+      value = std::string(args[++i]);
+    }
+    if (name == "config" || name == "check") {
+      file = value;
+      cli.check = cli.check || name == "check";
+    } else if (name == "listen" || name == "admin" || name == "workers" || name == "status" || name == "throttle" ||
+               name == "sandbox" || name == "request-lines") {
+      overrides.emplace_back(name, value);
+    } else {
+      throw ConfigError("unknown flag '--" + name + "'\n" + kGatewayUsage);
+    }
+  }
+  if (!command.empty() && !file.empty()) throw ConfigError("give either --config FILE or -- CMD ARGS, not both");
+  if (command.empty() && file.empty()) {
+    if (std::filesystem::exists("sluice.yaml")) file = "sluice.yaml";
+    else if (std::filesystem::exists("Procfile")) file = "Procfile";
+    else throw ConfigError(std::string("no command and no sluice.yaml or Procfile here\n") + kGatewayUsage);
+  }
+  gw::GatewayConfig g = file.empty() ? gw::one_liner(std::move(command)) : gw::load_file(file);
+  cli.flags.apply(g);
   cli.config = std::move(g);
   return cli;
 }
@@ -306,6 +318,7 @@ int run_gateway(Args args) {
     }
     try {
       auto next = gw::load_file(cfg.source);
+      cli.flags.apply(next);
       log::info("config reloaded").kv("event", "config.reloaded").kv("file", cfg.source)
           .kv("services", static_cast<std::uint64_t>(next.services.size()));
       auto services = next.services;

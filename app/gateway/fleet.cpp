@@ -31,7 +31,7 @@ Fleet::Fleet(const GatewayConfig& config, runtime::RuntimeService& runtime, asio
     for (auto earlier : sc.earlier) {  // a Knative file's older revisions of the Service
       earlier.is_default = sc.is_default;
       earlier.hosts = sc.hosts;
-      add_revision(earlier, config, Phase::serving, "");
+      add_revision(earlier, config, Phase::serving, "").earlier_document = true;
     }
     assign_traffic(sc.name, sc.traffic, add_revision(sc, config, Phase::serving, ""));
   }

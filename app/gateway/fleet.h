@@ -139,7 +139,9 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   // their waiters going to `latest`.
   void assign_traffic(const std::string& name, const std::vector<TrafficTarget>& traffic, Revision& latest);
   Revision& add_revision(const ServiceConfig& sc, const GatewayConfig& g, Phase phase, std::string reason);
-  Revision* latest(const std::string& name);  // the newest revision not failed
+  Revision* latest(const std::string& name);  // the newest revision not failed, of the file's latest document
+  Revision* named(const std::string& name, const std::string& revision);  // by its revision name, not failed
+  void revive(Revision& s);  // a retired revision that traffic names again serves
   // Build (unless `built`), then a new revision that must become ready to get traffic.
   void roll(const ServiceConfig& sc, std::shared_ptr<GatewayConfig> g, std::string reason, bool built = false);
   void promote(Revision& next);

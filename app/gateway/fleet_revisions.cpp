@@ -80,8 +80,25 @@ Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, P
 Revision* Fleet::latest(const std::string& name) {
   Revision* found = nullptr;
   for (auto& s : services_)
-    if (s->config.name == name && (s->phase == Phase::serving || s->phase == Phase::validating)) found = s.get();
+    if (s->config.name == name && !s->earlier_document && (s->phase == Phase::serving || s->phase == Phase::validating))
+      found = s.get();
   return found;
+}
+
+Revision* Fleet::named(const std::string& name, const std::string& revision) {
+  Revision* found = nullptr;
+  for (auto& s : services_)
+    if (s->config.name == name && s->revision == revision && s->phase != Phase::failed) found = s.get();
+  return found;
+}
+
+void Fleet::revive(Revision& s) {
+  log::info("revision " + s.revision + " is named by traffic again: it serves").kv("event", "revision.revived")
+      .kv("service", s.config.name).kv("revision", s.revision);
+  s.phase = Phase::serving;
+  s.gate->reopen();
+  // A new autoscaling loop from zero: the old one stopped when the revision retired.
+  attach_scaler(s, s.config.scaling, 0, clock_now());
 }
 
 void Fleet::failed(Revision& s, const std::string& reason) {
@@ -126,8 +143,13 @@ void Fleet::assign_traffic(const std::string& name, const std::vector<TrafficTar
     Revision* target = &latest;
     if (!t.revision.empty()) {
       auto it = std::find_if(serving.begin(), serving.end(), [&](Revision* s) { return s->revision == t.revision; });
+      Revision* back = it == serving.end() ? named(name, t.revision) : nullptr;
       if (it != serving.end()) {
         target = *it;
+      } else if (back && back->phase == Phase::retired) {  // as after a fresh start with this file
+        revive(*back);
+        serving.push_back(back);
+        target = back;
       } else {
         log::warn("traffic names revision " + t.revision + ", which does not run here: its share goes to " + latest.revision)
             .kv("event", "traffic.unknown_revision").kv("service", name);
@@ -162,6 +184,15 @@ void Fleet::apply(GatewayConfig next) {
   for (const auto& sc : g->services) {
     names.insert(sc.name);
     Revision* current = latest(sc.name);
+    // A Knative file's earlier documents that its traffic names and that never ran here (added to the
+    // file since): made now, as a fresh start with this file makes them.
+    for (const auto& t : current ? sc.traffic : std::vector<TrafficTarget>{})
+      for (auto earlier : sc.earlier)
+        if (!t.revision.empty() && earlier.revision_name == t.revision && !named(sc.name, t.revision)) {
+          earlier.is_default = sc.is_default;
+          earlier.hosts = sc.hosts;
+          add_revision(earlier, *g, Phase::retired, "named by traffic").earlier_document = true;
+        }
     if (!current) {
       auto& s = add_revision(sc, *g, Phase::serving, "new service");
       log::info("service added: " + sc.name).kv("event", "service.added").kv("service", sc.name).kv("revision", s.revision);

@@ -51,20 +51,42 @@ json::object Fleet::status() const {
     o["throttling"] = v.throttling;
     o["scale_to_zero"] = s->scale_to_zero;
     o["container_concurrency"] = s->config.scaling.container_concurrency;
-    o["desired"] = s->scaler->desired();
-    o["in_flight"] = v.in_flight;
-    o["queued"] = v.queued;
-    o["rps"] = std::round(s->scaler->rps() * 100) / 100;
-    o["concurrency"] = std::round(s->scaler->concurrency() * 100) / 100;
-    o["requests_total"] = v.requests_total;
-    o["refused_total"] = v.refused;
-    o["client_gone_total"] = v.client_gone;
-    o["cold_starts"] = v.cold_starts;
+    // The service's numbers are its revisions' together: a split's every share, and the revisions it
+    // rolled over from (a request moved from one revision's buffer to the next counts once, where it came).
+    std::int64_t desired = 0;
+    double rps = 0, concurrency = 0;
+    std::uint64_t requests_total = 0, refused = 0, client_gone = 0, cold_starts = 0;
+    std::size_t in_flight = 0, queued = 0;
+    std::string failed;
+    for (std::size_t k = 0; k < services_.size(); ++k) {
+      const auto& r = *services_[k];
+      if (r.config.name != name) continue;
+      const auto& rv = views[k];
+      requests_total += rv.requests_total;
+      refused += rv.refused;
+      client_gone += rv.client_gone;
+      cold_starts += rv.cold_starts;
+      in_flight += rv.in_flight;
+      queued += rv.queued;
+      if (r.phase != Phase::serving) continue;
+      desired += r.scaler->desired();
+      rps += r.scaler->rps();
+      concurrency += r.scaler->concurrency();
+      if (failed.empty()) failed = rv.failed_reason;
+    }
+    o["desired"] = desired;
+    o["in_flight"] = in_flight;
+    o["queued"] = queued;
+    o["rps"] = std::round(rps * 100) / 100;
+    o["concurrency"] = std::round(concurrency * 100) / 100;
+    o["requests_total"] = requests_total;
+    o["refused_total"] = refused;
+    o["client_gone_total"] = client_gone;
+    o["cold_starts"] = cold_starts;
     o["crashes"] = s->supervised.crashes;
     o["crash_streak"] = s->supervised.crash_streak;  // early crashes in a row: each doubles the restart delay
     o["validated"] = s->supervised.validated;
-    if (v.last_cold_start_ms >= 0) o["last_cold_start_ms"] = std::round(v.last_cold_start_ms * 10) / 10;
-    if (!v.failed_reason.empty() && s->phase == Phase::serving) o["failed"] = v.failed_reason;
+    if (!failed.empty()) o["failed"] = failed;
     // Every revision's requests together: latency percentiles and the cold starts, oldest first.
     std::vector<double> latencies;
     std::vector<std::pair<std::int64_t, double>> cold;
@@ -82,6 +104,7 @@ json::object Fleet::status() const {
                                      {"samples", latencies.size()}};
     }
     std::sort(cold.begin(), cold.end());
+    if (!cold.empty()) o["last_cold_start_ms"] = std::round(cold.back().second * 10) / 10;
     json::array history;
     for (const auto& [at, ms] : cold) history.emplace_back(json::object{{"at", at}, {"ms", std::round(ms * 10) / 10}});
     o["cold_start_history"] = std::move(history);
@@ -103,7 +126,11 @@ json::object Fleet::status() const {
         ro["tags"] = std::move(tags);
       }
       if (!r->reason.empty()) ro["reason"] = r->reason;
-      if (r->phase != Phase::serving) ro["in_flight"] = rv.in_flight;
+      ro["in_flight"] = rv.in_flight;
+      ro["queued"] = rv.queued;
+      ro["requests_total"] = rv.requests_total;
+      ro["cold_starts"] = rv.cold_starts;
+      if (r->phase == Phase::serving) ro["desired"] = r->scaler->desired();
       revisions.emplace_back(std::move(ro));
       for (const auto& i : rv.instances) {
         if (i.state == InstanceState::stopped) continue;  // gone: only its removal from the list is left

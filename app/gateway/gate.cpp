@@ -354,6 +354,13 @@ void Gate::close(std::string reason) {
   waiters_.hand_all(proxy::InstanceRefusal{503, closed_reason_});
 }
 
+void Gate::reopen() {
+  std::lock_guard lock(mu_);
+  admits_ = Admits::requests;
+  successor_ = nullptr;
+  closed_reason_.clear();
+}
+
 GateView Gate::view(bool history) const {
   std::lock_guard lock(mu_);
   GateView v;

@@ -189,6 +189,8 @@ class Gate {
   void move_to(Gate& successor);
   // The revision was removed: waiters and new requests are refused with `reason`.
   void close(std::string reason);
+  // A retired revision that traffic names again: it takes requests once more.
+  void reopen();
 
   // `history`: with the latencies and cold starts kept (for status and the dashboard).
   GateView view(bool history = false) const;

@@ -36,6 +36,7 @@ struct Revision {
   std::string reason;             // why this revision was made, or why it failed
   int percent = 0;                // share of the service's requests (serving)
   std::vector<std::string> tags;  // Knative-Serving-Tag values and <tag>-<service>.localhost hosts
+  bool earlier_document = false;  // made from a Knative file's earlier document: never the latest revision
 
   // The supervisor's (supervisor.h).
   struct Supervised {

@@ -142,7 +142,15 @@ std::string StatusView::table(const json::object& status, std::size_t width) {
                   num(s.at("in_flight")).c_str(), num(s.at("queued")).c_str(), num(s.at("rps")).c_str(),
                   num(s.at("cold_starts")).c_str());
     std::string text = line;
-    if (auto* r = s.if_contains("revision")) text += "  " + str(*r);
+    // The revision, or a split's every share ("hello-v1 50%, hello-v2 50%").
+    std::string shares;
+    if (auto* revisions = s.if_contains("revisions"); revisions && revisions->is_array())
+      for (const auto& rv : revisions->as_array())
+        if (const auto& r = rv.as_object(); r.contains("traffic_percent") && num(r.at("traffic_percent")) != "0" &&
+                                            num(r.at("traffic_percent")) != "100")
+          shares += (shares.empty() ? "" : ", ") + str(r.at("name")) + " " + num(r.at("traffic_percent")) + "%";
+    if (!shares.empty()) text += "  " + shares;
+    else if (auto* r = s.if_contains("revision")) text += "  " + str(*r);
     if (auto* ms = s.if_contains("last_cold_start_ms")) text += " (last " + num(*ms) + " ms)";
     if (auto* f = s.if_contains("failed")) text += "  FAILED: " + str(*f);
     add(text);

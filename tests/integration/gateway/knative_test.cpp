@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/gateway/gateway_harness.h"
@@ -91,6 +92,62 @@ TEST(GatewayKnative, ASplitChangedUnderLoadMovesTheSharesWithoutAFailedRequest) 
   ASSERT_EQ(revisions.size(), 2u) << json::serialize(revisions);
   EXPECT_EQ(revisions[0].as_object()["traffic_percent"].as_int64(), 20);
   EXPECT_EQ(revisions[1].as_object()["traffic_percent"].as_int64(), 80);
+}
+
+void replace_file(const TempFile& file, const std::string& text) {  // as an editor does: a new file renamed over
+  std::ofstream(file.path() + ".new") << text;
+  std::filesystem::rename(file.path() + ".new", file.path());
+}
+
+// What /metrics says of a service: the sum of a family's samples over its revisions.
+double metric_sum(Gateway& gw, const std::string& family, const std::string& service) {
+  auto text = body_of(http_get(gw.admin_port, "/metrics"));
+  double sum = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with(family + "{") && line.find("service=\"" + service + "\"") != std::string::npos)
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+  return sum;
+}
+
+// The split is added to the running file in two edits (a second document, then its traffic), the first
+// of which retired hello-v1: the live edit serves as a fresh start with the same file does (both
+// revisions, 50/50), and the service's numbers in status are every revision's (as /metrics has them).
+TEST(GatewayKnative, ASplitAddedToTheRunningFileServesAsAFreshStartWithItAndStatusCountsEveryRevision) {
+  TempFile file("sluice-kn.yaml", revision_doc("hello-v1", "one"));
+  Gateway gw({"--config", file.path()});
+  EXPECT_EQ(bodies(gw, 10)["one"], 10);
+  replace_file(file, revision_doc("hello-v1", "one") + "---\n" + revision_doc("hello-v2", "two"));
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"revision.serving\",\"service\":\"hello\",\"revision\":\"hello-v2\"", 20s))
+      << gw.process->stdout_text();
+  EXPECT_EQ(bodies(gw, 10)["two"], 10);
+  replace_file(file, split_file(50));
+  ASSERT_TRUE(gw.process->wait_for_line("\"event\":\"traffic.changed\"", 20s)) << gw.process->stdout_text();
+  auto live = bodies(gw, 400);
+  EXPECT_EQ(live["one"] + live["two"], 400);
+  EXPECT_NEAR(live["one"], 200, 50) << "one " << live["one"] << ", two " << live["two"];
+  EXPECT_EQ(gw.process->stdout_text().find("traffic.unknown_revision"), std::string::npos) << gw.process->stdout_text();
+  // The command line's --listen/--admin/--workers are not mistaken for a change of the file's.
+  EXPECT_EQ(gw.process->stdout_text().find("config.restart_needed"), std::string::npos) << gw.process->stdout_text();
+
+  // Every revision's requests and cold starts (each revision started from zero at least once).
+  ASSERT_TRUE(eventually([&] { return gw.number("requests_total", "hello") == 420; }, 5s))
+      << json::serialize(gw.service("hello"));
+  EXPECT_EQ(metric_sum(gw, "sluice_requests_total", "hello"), 420);
+  EXPECT_EQ(static_cast<double>(gw.number("cold_starts", "hello")), metric_sum(gw, "sluice_cold_starts_total", "hello"));
+  EXPECT_GE(gw.number("cold_starts", "hello"), 2);
+
+  Gateway fresh({"--config", file.path()});
+  auto shares = [](Gateway& g) {
+    std::map<std::string, std::int64_t> out;
+    auto service = g.service("hello");  // named: a range-for over a temporary's member would dangle
+    for (auto& r : service["revisions"].as_array())
+      if (r.as_object()["phase"].as_string() == "serving")
+        out[std::string(r.as_object()["name"].as_string())] = r.as_object()["traffic_percent"].as_int64();
+    return out;
+  };
+  EXPECT_EQ(shares(gw), shares(fresh));
+  EXPECT_EQ(shares(gw), (std::map<std::string, std::int64_t>{{"hello-v1", 50}, {"hello-v2", 50}}));
 }
 
 TEST(GatewayKnative, ATagPicksItsRevisionByHeaderAndByHost) {
