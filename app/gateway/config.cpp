@@ -46,7 +46,7 @@ const std::set<std::string, std::less<>>& service_keys() {
       "command", "env", "working-dir", "handler", "rootfs", "image", "port", "hosts", "default", "readiness-path",
       "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features",
       "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start",
-      "request-timeout", "watch", "build", "build-timeout"};
+      "request-timeout", "watch", "build", "build-timeout", "throttle-delay"};
   return keys;
 }
 
@@ -84,6 +84,10 @@ void service_key(const std::string& source, ServiceConfig& s, const std::string&
   else if (key == "grace-period") s.grace = duration(source, v, path);
   else if (key == "buffer-size") s.buffer_size = static_cast<std::size_t>(integer(source, v, path, 0, 1000000));
   else if (key == "buffer-timeout") s.buffer_timeout = duration(source, v, path);
+  else if (key == "throttle-delay") {
+    s.throttle_delay = duration(source, v, path);
+    if (s.throttle_delay > std::chrono::minutes(1)) fail(source, v, path, "must be at most 1m");
+  }
   else if (key == "request-timeout") {
     s.request_timeout = duration(source, v, path);
     if (s.request_timeout->count() <= 0) fail(source, v, path, "must be longer than 0s");

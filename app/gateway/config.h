@@ -59,6 +59,7 @@ struct ServiceConfig {
   std::size_t buffer_size = 100;         // requests waiting for an instance (cold start, all busy)
   Millis buffer_timeout{std::chrono::seconds(60)};  // longest wait there (then 504); the request timeout too
   std::optional<Millis> request_timeout;  // whole exchange for this service (Knative's timeoutSeconds)
+  Millis throttle_delay{std::chrono::milliseconds(200)};  // idle this long before it is throttled
   std::vector<std::string> watch;   // globs (relative to the config file's directory): a change makes a revision
   std::vector<std::string> build;   // run before a new revision starts; a failure keeps the old one
   Millis build_timeout{std::chrono::minutes(10)};  // a build still running then is killed, and failed

@@ -127,6 +127,8 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   // Scaling loop (control).
   asio::awaitable<void> every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*run)());
   void housekeeping();
+  // Its period: how late past a freeze delay or a pre-warm an idle instance is frozen, at most.
+  static constexpr auto kHousekeeping = std::chrono::milliseconds(100);
   class Supervised;  // a revision's ScaleTarget
   // Gives `s` its RevisionScaler (a KPA with `config`), fed by its gate's stats and applied by the supervisor, at
   // `scale` instances.

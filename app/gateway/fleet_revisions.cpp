@@ -55,7 +55,8 @@ Revision& Fleet::add_revision(const ServiceConfig& sc, const GatewayConfig& g, P
                                .buffer_timeout = sc.buffer_timeout,
                                .request_timeout = sc.request_timeout,
                                .h2c = h2c_upstream_on(g, sc),
-                               .throttling = throttling_on(g, sc) && supervisor_.throttle_kind() != runtime::ThrottleKind::none});
+                               .throttling = throttling_on(g, sc) && supervisor_.throttle_kind() != runtime::ThrottleKind::none,
+                               .freeze_delay = sc.throttle_delay});
   auto scaling = sc.scaling;
   // Knative gives up on a revision stuck activating after its progress deadline + 30 s; the gateway's
   // start deadline plays the progress deadline's part.

@@ -56,7 +56,7 @@ void Gate::grant(const std::shared_ptr<Instance>& inst) {
     inst->frozen = false;
     supervision_.thaw(inst);
   }
-  inst->prewarm_until = {};
+  inst->warm_until = {};
 }
 
 void Gate::dispatch() {
@@ -171,7 +171,9 @@ void Gate::release(const std::shared_ptr<Instance>& inst, Clock::time_point arri
       inst->state = InstanceState::stopped;
       supervision_.stopped(inst);
     } else if (inst->state == InstanceState::ready && throttling_) {
-      supervision_.idle(inst);
+      // With a delay, the sweep of warm instances (Supervisor::refreeze) freezes it once warm_until passes.
+      if (settings_.freeze_delay > Clock::duration::zero()) inst->warm_until = t + settings_.freeze_delay;
+      else supervision_.idle(inst);
     }
   }
 }
@@ -182,7 +184,7 @@ void Gate::prewarm(Clock::time_point until) {
   auto inst = pick();
   if (!inst || !inst->frozen || inst->in_flight != 0) return;
   inst->frozen = false;
-  inst->prewarm_until = until;
+  inst->warm_until = until;
   supervision_.thaw(inst);
 }
 
@@ -243,7 +245,10 @@ Gate::Readied Gate::became_ready(const std::shared_ptr<Instance>& instance, Cloc
   note_ready(*instance, t);
   dispatch();
   if (instance->in_flight != 0) return Readied::busy;
-  if (!stop_if_idle) return Readied::idle;
+  if (!stop_if_idle) {
+    if (throttling_ && settings_.freeze_delay > Clock::duration::zero()) instance->warm_until = t + settings_.freeze_delay;
+    return Readied::idle;
+  }
   instance->state = InstanceState::stopped;
   return Readied::stopped;
 }
@@ -315,7 +320,7 @@ std::vector<std::shared_ptr<Instance>> Gate::call_off_starts() {
 bool Gate::freeze_if_idle(Instance& instance, Clock::time_point t, const std::function<void()>& freeze) {
   std::lock_guard lock(mu_);
   if (!throttling_ || instance.in_flight != 0 || instance.frozen || instance.state != InstanceState::ready) return false;
-  if (instance.prewarm_until > t) return false;
+  if (instance.warm_until > t) return false;
   instance.frozen = true;
   freeze();
   return true;
@@ -327,14 +332,14 @@ void Gate::freeze_failed(Instance& instance) {
   instance.frozen = false;
 }
 
-std::vector<std::shared_ptr<Instance>> Gate::prewarm_expired(Clock::time_point t) {
+std::vector<std::shared_ptr<Instance>> Gate::warm_expired(Clock::time_point t) {
   std::vector<std::shared_ptr<Instance>> out;
   if (!throttling_) return out;
   std::lock_guard lock(mu_);
   for (const auto& i : instances_)
-    if (i->state == InstanceState::ready && !i->frozen && i->in_flight == 0 && i->prewarm_until != Clock::time_point{} &&
-        i->prewarm_until <= t) {
-      i->prewarm_until = {};
+    if (i->state == InstanceState::ready && !i->frozen && i->in_flight == 0 && i->warm_until != Clock::time_point{} &&
+        i->warm_until <= t) {
+      i->warm_until = {};
       out.push_back(i);
     }
   return out;

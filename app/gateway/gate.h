@@ -55,7 +55,9 @@ struct Instance {
   std::uint64_t requests = 0;
   int pid = 0;
   Clock::time_point created, ready_at;
-  Clock::time_point prewarm_until;  // thawed by a connection, before any request came
+  // Not frozen before this: thawed ahead by a connection before any request came, or idle since its last
+  // exchange ended (GateSettings::freeze_delay later).
+  Clock::time_point warm_until;
 };
 
 // What the gate asks of the part that supervises its instances. Called under the gate's lock, on a worker
@@ -84,6 +86,9 @@ struct GateSettings {
   std::optional<std::chrono::milliseconds> request_timeout;  // bounds the wait too, and goes with the lease
   bool h2c = false;                        // instances speak h2c
   bool throttling = false;                 // idle instances are frozen
+  // How long an idle instance keeps its CPU before it is frozen (0: at once): what the app writes just
+  // after its response still comes out, and back-to-back requests pay no freeze and thaw each.
+  Clock::duration freeze_delay{};
 };
 
 // The gate's numbers and instances, copied under its lock (status, metrics, decisions on the control thread).
@@ -183,8 +188,9 @@ class Gate {
   bool freeze_if_idle(Instance& instance, Clock::time_point now, const std::function<void()>& freeze);
   // The freeze failed: the instance runs on, and no instance of this gate is frozen from now on.
   void freeze_failed(Instance& instance);
-  // Pre-warmed instances that no request came to by now, idle: to freeze again.
-  std::vector<std::shared_ptr<Instance>> prewarm_expired(Clock::time_point now);
+  // Idle instances whose warm_until has passed (pre-warmed ones no request came to, idle ones past the
+  // freeze delay): to freeze.
+  std::vector<std::shared_ptr<Instance>> warm_expired(Clock::time_point now);
   // The revision was replaced: waiters and new requests go to `successor`.
   void move_to(Gate& successor);
   // The revision was removed: waiters and new requests are refused with `reason`.

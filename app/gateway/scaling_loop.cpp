@@ -4,7 +4,7 @@
 // changed its mind), the decision is applied by the supervisor (supervisor.h: instances started or
 // drained). One ticker, stats first: with two timers in no fixed order a decision could come just before
 // the stat that held a cold start's requests, find the KPA's window idle and drain the instance they had
-// brought up. Also the re-freeze of instances a new connection pre-warmed. See fleet.h.
+// brought up. Also the freeze of idle instances past their freeze delay or a pre-warm. See fleet.h.
 #include <algorithm>
 
 #include "app/gateway/fleet.h"
@@ -57,7 +57,7 @@ void Fleet::start() {
     s->scaler->set_desired(s->supervised.desired);
   }
   asio::co_spawn(control_, every(scaling_timer_, 1s, &Fleet::tick), asio::detached);
-  asio::co_spawn(control_, every(housekeeping_timer_, 250ms, &Fleet::housekeeping), asio::detached);
+  asio::co_spawn(control_, every(housekeeping_timer_, kHousekeeping, &Fleet::housekeeping), asio::detached);
 }
 
 asio::awaitable<void> Fleet::every(asio::steady_timer& timer, Clock::duration period, void (Fleet::*run)()) {
@@ -86,7 +86,7 @@ void Fleet::scale_tick() {
     if (s->phase == Phase::serving) s->scaler->decide(now);
 }
 
-// Instances a new connection thawed ahead of its request and that no request came to: frozen again.
+// Idle instances past their warm_until (a pre-warm no request came to, the freeze delay): frozen.
 void Fleet::housekeeping() {
   const auto now = clock_now();
   for (auto& s : services_) supervisor_.refreeze(*s, now);

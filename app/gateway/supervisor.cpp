@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "app/gateway/supervisor.h"
 
@@ -212,6 +213,9 @@ void InstanceSupervisor::launch(Revision* s, std::shared_ptr<Instance> inst) {
   spec.handler = c.handler;
   spec.command = c.command;
   spec.env = c.env;
+  // Python writes to a pipe in blocks: its prints would reach the log only when 8 KiB piled up (or at
+  // exit). Unbuffered, as Google's buildpacks set it, unless the service or the gateway's shell says otherwise.
+  if (!c.env.contains("PYTHONUNBUFFERED") && !std::getenv("PYTHONUNBUFFERED")) spec.env.emplace("PYTHONUNBUFFERED", "1");
   spec.working_dir = c.working_dir;
   spec.rootfs = c.rootfs;
   if (std::string why; !c.image.empty() && !image_spec(s, spec, why)) return failed(why);
@@ -494,7 +498,7 @@ void InstanceSupervisor::scale(Revision& s, std::int32_t desired) {
 }
 
 void InstanceSupervisor::refreeze(Revision& s, Clock::time_point t) {
-  for (auto& i : s.gate->prewarm_expired(t)) freeze_if_idle(s, i);
+  for (auto& i : s.gate->warm_expired(t)) freeze_if_idle(s, i);
 }
 
 }  // namespace sluice::app::gateway

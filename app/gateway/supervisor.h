@@ -70,7 +70,8 @@ class InstanceSupervisor {
   void scale(Revision& s, std::int32_t desired);
   void drain(Revision& s, const std::shared_ptr<Instance>& inst);
   void stop(Revision& s, const std::shared_ptr<Instance>& inst);
-  // Instances a new connection thawed ahead of its request and that no request came to: frozen again.
+  // Idle instances past their warm_until (thawed ahead by a connection no request came on, or idle for
+  // the revision's freeze delay): frozen.
   void refreeze(Revision& s, Clock::time_point now);
 
   // Any thread. From now on nothing starts; stop() every instance, then wait_stopped().

@@ -228,6 +228,33 @@ TEST(Gateway, AnIdleInstanceIsFrozenUsesNoCpuAndTheNextRequestThawsIt) {
   EXPECT_EQ(gw.number("cold_starts"), 1);
 }
 
+// A Python app that prints a line 50 ms after its response (as an app does that logs once it has
+// answered): the line reaches the gateway's log without another request to thaw the instance (it stays
+// unfrozen for the freeze delay, and Python's stdout is unbuffered), and the instance is frozen after.
+TEST(Gateway, WhatAnAppPrintsJustAfterItsResponseIsLoggedWithoutAnotherRequest) {
+  TempFile app("sluice-after.py",
+               "import http.server, os, time\n"
+               "class H(http.server.BaseHTTPRequestHandler):\n"
+               "    protocol_version = 'HTTP/1.1'\n"
+               "    def do_GET(self):\n"
+               "        self.send_response(200)\n"
+               "        self.send_header('Content-Length', '3')\n"
+               "        self.end_headers()\n"
+               "        self.wfile.write(b'ok\\n')\n"
+               "        self.wfile.flush()\n"
+               "        time.sleep(0.05)\n"
+               "        print('after ' + self.path)\n"
+               "    def log_message(self, *args):\n"
+               "        pass\n"
+               "http.server.HTTPServer(('127.0.0.1', int(os.environ['PORT'])), H).serve_forever()\n");
+  Gateway gw({"--", "/usr/bin/python3", app.path()});
+  ASSERT_NE(std::string(gw.status()["throttle"].as_string()), "none");  // the one-liner throttles
+  ASSERT_TRUE(gw.validated());
+  ASSERT_EQ(curl({gw.url("/first")}).out, "ok\n");
+  EXPECT_TRUE(gw.process->wait_for_line("after /first", 5s)) << gw.process->stdout_text();
+  EXPECT_TRUE(eventually([&] { return gw.instances("frozen") == 1; }, 5s)) << json::serialize(gw.status());
+}
+
 // A WebSocket through the gateway (a real Beast client, the demo app's echo): the upgraded connection is
 // an exchange in flight for as long as it is open, so its instance is neither frozen nor scaled to zero
 // meanwhile. A second service given one plain request at the same time shows both would have happened:

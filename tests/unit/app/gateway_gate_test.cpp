@@ -208,6 +208,24 @@ TEST(Gate, AFrozenInstanceIsThawedWhenGrantedAndOfferedForFreezingWhenIdleAgain)
   EXPECT_EQ(froze, 2);
 }
 
+TEST(Gate, WithAFreezeDelayAnIdleInstanceStaysWarmUntilItPassesAndIsNotOfferedAtOnce) {
+  auto s = gate_settings();
+  s.throttling = true;
+  s.freeze_delay = 200ms;
+  GateHarness h(s);
+  auto inst = h.ready("app-1", 4001);
+  auto r = h.request();
+  ASSERT_NE(lease_in(r), nullptr);
+  const auto ended = Clock::now();
+  end(r, 200);
+  EXPECT_EQ(h.supervision.count("idle app-1"), 0u);  // no freeze asked at once
+  EXPECT_FALSE(h.gate.freeze_if_idle(*inst, ended, [] {}));
+  EXPECT_TRUE(h.gate.warm_expired(ended + 100ms).empty());
+  auto expired = h.gate.warm_expired(ended + 1s);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_TRUE(h.gate.freeze_if_idle(*inst, ended + 1s, [] {}));
+}
+
 TEST(Gate, ANewConnectionThawsAFrozenInstanceAheadUntilItsPrewarmPasses) {
   auto s = gate_settings();
   s.throttling = true;
@@ -218,8 +236,8 @@ TEST(Gate, ANewConnectionThawsAFrozenInstanceAheadUntilItsPrewarmPasses) {
   h.gate.prewarm(until);
   EXPECT_EQ(h.supervision.asks, std::vector<std::string>{"thaw app-1"});
   EXPECT_FALSE(h.gate.freeze_if_idle(*inst, Clock::now(), [] {}));  // pre-warmed: not yet
-  EXPECT_TRUE(h.gate.prewarm_expired(until - 1ms).empty());
-  auto expired = h.gate.prewarm_expired(until);
+  EXPECT_TRUE(h.gate.warm_expired(until - 1ms).empty());
+  auto expired = h.gate.warm_expired(until);
   ASSERT_EQ(expired.size(), 1u);
   EXPECT_EQ(expired[0], inst);
   EXPECT_TRUE(h.gate.freeze_if_idle(*inst, until, [] {}));
