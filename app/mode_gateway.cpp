@@ -291,6 +291,7 @@ int run_gateway(Args args) {
   pc.workers = cfg.workers;
   pc.upstream_max_idle = 64;
   pc.timeouts.request = cfg.request_timeout;
+  pc.timeouts.instance_accept = cfg.accept_timeout;
   proxy::Server server(pc, fleet);
 
   net::ControlListener admin(control, "admin", cfg.admin_address, cfg.admin_port,

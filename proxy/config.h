@@ -40,6 +40,12 @@ struct Timeouts {
   Millis idle{0};                     // since the last byte written to the client; 0 = none
   Millis client_header{Seconds(60)};  // waiting for a complete request header (keep-alive idle too)
   Millis upstream_connect{Seconds(5)};
+  // A new connection to a gateway instance (on this machine: a loopback or pod-link round trip takes
+  // microseconds) is connected, and the request it carries acknowledged by the instance's kernel, within
+  // this long, or the instance's listen queue is full: the connect's SYN, or the handshake's last ACK
+  // and the request after it, were dropped, and the kernel's retries back off to a minute. The request,
+  // which has reached nothing, goes again on a new connection, until its deadline.
+  Millis instance_accept{250};
   // An app connection idle in the pool this long is closed (Go's http.Transport, which queue-proxy
   // uses, closes them after 90 s; nginx's upstream keepalive_timeout is 60 s); 0 = kept until used.
   Millis upstream_idle{Seconds(90)};

@@ -217,6 +217,10 @@ class ClientExchange {
   virtual void cancel() = 0;
   // After a failure before any response byte: whether the app took the request at all.
   virtual Staleness stale() const = 0;
+  // On a new connection, right after the request head went: true once the app sends anything back or, at
+  // `within`, when its kernel has acknowledged the request; false when it has not (its listen queue was
+  // full, so the connection was never accepted and nothing reached the app).
+  virtual asio::awaitable<bool> taken(Clock::duration /*within*/) { co_return true; }
   // Done cleanly: hands itself back (`self` is this object) so its connection may carry another exchange.
   virtual void release(std::unique_ptr<ClientExchange> self) = 0;
   // An upgraded exchange (101): the raw connection for the tunnel, or null when this protocol has none.

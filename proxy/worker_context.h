@@ -51,7 +51,7 @@ struct WorkerContext final : private Connector {
     auto& p = instance_pools[ep];
     if (!p) {
       p = std::make_unique<h1::ClientPool>(executor, watchdogs, ep, config.upstream_max_idle,
-                                           config.timeouts.upstream_idle, config.timeouts.upstream_connect,
+                                           config.timeouts.upstream_idle, config.timeouts.instance_accept,
                                            config.limits.max_response_header_bytes, config.io_buffer_bytes);
       if (draining) p->close_idle();  // made during shutdown: keeps nothing, as the others
     }
@@ -97,6 +97,7 @@ struct WorkerContext final : private Connector {
   RequestIdGenerator request_ids;
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener
   bool draining = false;        // no new keep-alive exchanges
+  Clock::time_point backlog_said;  // an instance's full listen queue was last logged (once a minute a worker)
   std::unordered_set<ConnectionHandle*> connections;
 
  private:

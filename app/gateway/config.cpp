@@ -325,6 +325,11 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       else if (key == "admin") std::tie(g.admin_address, g.admin_port) = host_port(source, v, key, g.admin_address);
       else if (key == "request-timeout") g.request_timeout = duration(source, v, key);
       else if (key == "drain-timeout") g.drain_timeout = duration(source, v, key);
+      else if (key == "accept-timeout") {
+        g.accept_timeout = duration(source, v, key);
+        if (g.accept_timeout < std::chrono::milliseconds(10) || g.accept_timeout > std::chrono::minutes(1))
+          fail(source, v, key, "must be from 10ms to 1m");
+      }
       else if (key == "workers") g.workers = static_cast<unsigned>(integer(source, v, key, 0, 256));
       else if (key == "throttle-mechanism") g.throttle_mechanism = scalar(source, v, key);
       else if (key == "debounce") g.debounce = duration(source, v, key);
@@ -358,7 +363,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
         }
       } else {
         static const std::set<std::string, std::less<>> top = {
-            "listen", "admin", "request-timeout", "drain-timeout", "workers", "throttle-mechanism", "status",
+            "listen", "admin", "request-timeout", "drain-timeout", "accept-timeout", "workers", "throttle-mechanism", "status",
             "request-lines", "debounce", "metadata-server", "sandbox", "sandbox-network", "image-cache", "features",
             "autoscaler", "services"};
         fail(source, kv.first, key, unknown_key(key, names_of(top), "allowed: " + list_of(top)));

@@ -95,6 +95,7 @@ struct GatewayConfig {
   std::uint16_t admin_port = 8079;       // /.sluice/status; 0: any free port (8022 is the sidecar's)
   Millis request_timeout{std::chrono::minutes(5)};  // whole exchange, cold start included
   Millis drain_timeout{std::chrono::seconds(60)};   // in-flight exchanges at shutdown
+  Millis accept_timeout{std::chrono::milliseconds(250)};  // a new connection taken by an instance (proxy's instance_accept)
   Millis debounce{std::chrono::milliseconds(300)};  // a burst of file changes makes one revision
   unsigned workers = 0;
   std::string throttle_mechanism = "auto";

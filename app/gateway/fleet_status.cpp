@@ -167,7 +167,8 @@ std::string Fleet::prometheus() const {
                            "Requests routed to the revision that have ended, by the status code they ended with.");
   auto& refused = counter("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.");
   auto& client_gone = counter("sluice_client_gone_requests_total",
-                              "Requests that left the cold-start buffer because their client went away (499).");
+                              "Requests whose client went away before their answer began (499), in the "
+                              "cold-start buffer or at an instance.");
   auto& in_flight = gauge("sluice_inflight_requests", "Requests at an instance now.");
   auto& queued = gauge("sluice_queue_depth", "Requests waiting for an instance now.");
   auto& cold_starts = counter("sluice_cold_starts_total", "Times the service went from no ready instance to one.");

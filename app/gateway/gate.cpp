@@ -158,6 +158,7 @@ void Gate::release(const std::shared_ptr<Instance>& inst, Clock::time_point arri
   std::lock_guard lock(mu_);
   stats_.request_out(t, false);
   if (status != 0) ++ended_by_status_[status];  // 0: the proxy never said how it ended
+  if (status == static_cast<int>(proxy::kClientClosedRequest)) ++client_gone_;  // left while at the instance
   // Arrival to the end of the exchange, any wait in the buffer included: the dashboard's percentiles.
   if (latencies_ms_.size() < kLatenciesKept) latencies_ms_.push_back(ms_between(arrived, t));
   else latencies_ms_[latency_next_] = ms_between(arrived, t);

@@ -2,6 +2,7 @@
 // state, forwarder_relay.cpp its heads and bodies); see forwarder.h.
 #include "proxy/forward/forwarder.h"
 
+#include "common/log.h"
 #include "proxy/forward/admission.h"
 #include "proxy/forward/forwarding.h"
 #include "proxy/forward/request_fields.h"
@@ -135,11 +136,28 @@ asio::awaitable<void> Forwarding::run() {
   upstream_start_ = Clock::now();
   record_.upstream_start = upstream_start_;
 
+  // An instance whose listen queue is full has not taken the connection (timeouts.instance_accept):
+  // nothing reached it, and the request goes again on a new connection until its deadline.
+  auto not_taken = [&] {
+    if (gone_ || deadline_.passed()) return false;
+    if (const auto now = Clock::now(); now - w.backlog_said > std::chrono::minutes(1)) {
+      w.backlog_said = now;
+      log::warn("an instance did not accept a new connection within " +
+                std::to_string(config.timeouts.instance_accept.count()) +
+                " ms: its listen queue (the backlog it passed to listen()) is full. Requests wait and go again "
+                "on new connections; a larger backlog, or container-concurrency, avoids the wait (said once a minute)")
+          .kv("event", "instance.backlog_full").kv("address", instance->address().to_string())
+          .kv("port", static_cast<unsigned>(instance->port()));
+    }
+    return true;
+  };
   for (int attempt = 0;; ++attempt) {
     const bool verify = !replayable || !idempotent || attempt > 0;
     up_ = w.connector->reuse(protocol, instance, verify);
+    const bool fresh = !up_;
     if (!up_) {
       auto [oec, opened] = co_await w.connector->open(protocol, instance, verify);
+      if (oec == asio::error::timed_out && instance && not_taken()) continue;  // its SYN dropped: nothing went
       if (oec || gone_ || deadline_.passed()) co_return co_await fail(Failure::upstream_connect, oec);
       up_ = std::move(opened);
     }
@@ -148,6 +166,13 @@ asio::awaitable<void> Forwarding::run() {
     if (!ec && !replayable) {
       co_await exchange_streaming();
       break;
+    }
+    if (!ec && fresh && instance && !co_await up_->taken(config.timeouts.instance_accept)) {
+      if (not_taken()) {  // the handshake's last ACK dropped: the request after it too
+        up_.reset();
+        continue;
+      }
+      ec = asio::error::timed_out;
     }
     if (!ec) ec = co_await receive_head();
     if (!ec) {

@@ -212,6 +212,17 @@ Staleness ClientConnection::stale() const {
   return reused_ && !got_response_bytes_ && peer_closed(failure_) ? Staleness::maybe_processed : Staleness::fresh;
 }
 
+asio::awaitable<bool> ClientConnection::taken(Clock::duration within) {
+  asio::steady_timer timer(socket_.get_executor(), within);
+  using namespace asio::experimental::awaitable_operators;
+  auto first = co_await (socket_.async_wait(tcp::socket::wait_read, use_nothrow) || timer.async_wait(use_nothrow));
+  if (first.index() == 0) co_return true;  // an answer, or the end of the connection: read_head tells which
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) co_return true;
+  co_return info.tcpi_unacked == 0;
+}
+
 bool ClientConnection::reusable() const {
   if (cancelled_ || !request_done_ || !response_ || buffer_.size() != 0) return false;
   bool complete = framing_ == Framing::none || (framing_ == Framing::length && remaining_ == 0) ||

@@ -37,6 +37,7 @@ class ClientConnection final : public ClientExchange {
   void raw_body_taken(std::size_t n) override { remaining_ -= n; }
   void cancel() override;
   Staleness stale() const override;
+  asio::awaitable<bool> taken(Clock::duration within) override;
   void release(std::unique_ptr<ClientExchange> self) override;
   tcp::socket* tunnel_socket(beast::flat_buffer*& already_read) override;
 

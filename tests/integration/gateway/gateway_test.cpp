@@ -101,6 +101,48 @@ TEST(Gateway, AClientGoneWhileBufferedLeavesTheBufferAt499AndItsStartIsCalledOff
   }
 }
 
+// A single-threaded app whose listen backlog is 2 (Python's socketserver takes 5 by default) gets a
+// cold burst of 100 connections: the instance's kernel drops most handshakes' last ACK (or their SYN),
+// and the kernel's own retries back off to a minute. Each such request goes again on a new connection
+// (proxy Timeouts::instance_accept), the gateway says once why requests wait, and every request is served.
+TEST(Gateway, AColdBurstAtAnAppWithASmallListenBacklogIsServedWithoutWaitingOnTheKernelsBackOff) {
+  TempFile app("sluice-backlog.py",
+               "import http.server, os\n"
+               "class H(http.server.BaseHTTPRequestHandler):\n"
+               "    def do_GET(self):\n"
+               "        self.send_response(200)\n"
+               "        self.send_header('Content-Length', '3')\n"
+               "        self.end_headers()\n"
+               "        self.wfile.write(b'ok\\n')\n"
+               "    def log_message(self, *args):\n"
+               "        pass\n"
+               "class S(http.server.HTTPServer):\n"
+               "    request_queue_size = 2\n"
+               "S(('127.0.0.1', int(os.environ['PORT'])), H).serve_forever()\n");
+  Gateway gw({"--", "/usr/bin/python3", app.path()});
+  ASSERT_TRUE(gw.validated());
+  auto r = run_command({"h2load", "--h1", "-n100", "-c100", gw.url("/")}, 60s);
+  EXPECT_EQ(h2load_count(r.out, "2xx"), 100) << r.out << gw.process->stdout_text();
+  EXPECT_TRUE(gw.process->wait_for_line("\"event\":\"instance.backlog_full\"", 1s)) << gw.process->stdout_text();
+  EXPECT_EQ(gw.number("requests_total"), 100);
+}
+
+// A client that leaves while its request is at the instance (not in the buffer) is counted as gone
+// too: status and /metrics agree with the 499 in requests_total.
+TEST(Gateway, AClientGoneWhileAtTheInstanceIsCountedAsGone) {
+  Gateway gw({"--", DEMO_APP_BIN});
+  ASSERT_TRUE(gw.validated());
+  ASSERT_EQ(curl({gw.url("/")}).out, "Hello from sluice-demo-app\n");  // warm
+  auto r = run_command({"curl", "-sS", "--max-time", "0.5", gw.url("/delay/3000")}, 10s);
+  EXPECT_EQ(r.exit_code, 28) << r.err;
+  ASSERT_TRUE(eventually([&] { return gw.number("client_gone_total") == 1; }, 5s)) << json::serialize(gw.status());
+  auto metrics = body_of(http_get(gw.admin_port, "/metrics"));
+  EXPECT_NE(metrics.find("sluice_client_gone_requests_total{revision=\"app-00001\",service=\"app\"} 1"),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("sluice_requests_total{code=\"499\",revision=\"app-00001\",service=\"app\"} 1"),
+            std::string::npos) << metrics;
+}
+
 // A service that opts in to h2c-upstream: its instances (a real gRPC server, python3-grpcio) get
 // HTTP/2 by prior knowledge, and a gRPC client's calls through the gateway work from a cold start.
 TEST(Gateway, GrpcServiceWithH2cUpstreamColdStarts) {

@@ -183,6 +183,19 @@ TEST(GatewayConfig, ErrorsNameTheFileTheLineAndTheKey) {
   for (const char* want : {"sluice.yaml:1: listen", "sluice.yaml:5: services.web: max-scale", "sluice.yaml:6: services.web.buffer-size"})
     EXPECT_NE(all.find(want), std::string::npos) << want << " in " << all;
   EXPECT_NE(yaml_error("services: [\n").find("sluice.yaml:"), std::string::npos);
+  EXPECT_EQ(yaml_error("accept-timeout: 5ms\nservices: {a: {command: x}}\n"),
+            "sluice.yaml:1: accept-timeout: must be from 10ms to 1m");
+  EXPECT_EQ(yaml_error("services:\n  web:\n    command: x\n    throttle-delay: 2m\n"),
+            "sluice.yaml:4: services.web.throttle-delay: must be at most 1m");
+}
+
+TEST(GatewayConfig, ThrottleDelayAndAcceptTimeoutHaveDefaultsAndAreRead) {
+  auto d = parse_yaml("services: {a: {command: x}}\n", "sluice.yaml");
+  EXPECT_EQ(d.accept_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(d.services[0].throttle_delay, std::chrono::milliseconds(200));
+  auto g = parse_yaml("accept-timeout: 1s\nservices: {a: {command: x, throttle-delay: 0s}}\n", "sluice.yaml");
+  EXPECT_EQ(g.accept_timeout, std::chrono::seconds(1));
+  EXPECT_EQ(g.services[0].throttle_delay, std::chrono::milliseconds(0));
 }
 
 TEST(GatewayConfig, AnImageStandsInForTheCommandButNotBesideARootfs) {
