@@ -56,7 +56,9 @@ struct ServiceConfig {
   std::string readiness_path;            // empty: TCP connect to PORT; else GET, any status but 5xx
   Millis start_deadline{std::chrono::minutes(4)};  // to listen on PORT (Cloud Run's 4 min)
   Millis grace{std::chrono::seconds(10)};           // SIGTERM to SIGKILL
-  std::size_t buffer_size = 100;         // requests waiting for an instance (cold start, all busy)
+  // Requests waiting for an instance (cold start, all busy): Knative activator's queue depth. Each holds
+  // its connection and head, ~15 KiB (bench/README.md, 2026-12-02), so 10,000 ≈ 140 MiB at most.
+  std::size_t buffer_size = 10000;
   Millis buffer_timeout{std::chrono::seconds(60)};  // longest wait there (then 504); the request timeout too
   std::optional<Millis> request_timeout;  // whole exchange for this service (Knative's timeoutSeconds)
   Millis throttle_delay{std::chrono::milliseconds(200)};  // idle this long before it is throttled

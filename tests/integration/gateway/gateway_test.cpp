@@ -55,6 +55,16 @@ TEST(Gateway, HundredConcurrentRequestsDuringAColdStartAllSucceed) {
   EXPECT_EQ(gw.number("refused_total"), 0);
 }
 
+// 400 requests on 200 connections at a cold service, as h2load --h1 -n400 -c200 sends them: the buffer
+// (10,000 a revision by default, Knative activator's queue depth) takes them all; none is refused.
+TEST(Gateway, AColdBurstOfTwoHundredConnectionsIsAbsorbedByTheBuffer) {
+  Gateway gw({"--", "/bin/sh", "-c", slow_app(0.5)});
+  ASSERT_TRUE(gw.validated());
+  auto r = run_command({"h2load", "--h1", "-n400", "-c200", gw.url("/")}, 60s);
+  EXPECT_EQ(h2load_count(r.out, "2xx"), 400) << r.out;
+  EXPECT_EQ(gw.number("refused_total"), 0);
+}
+
 TEST(Gateway, AFullColdStartBufferAnswers503WithTheReason) {
   TempFile cfg("sluice-gw.yaml", "services:\n  app:\n    command: " + slow_app(1.5) + "\n    buffer-size: 5\n");
   Gateway gw({"--config", cfg.path()});
