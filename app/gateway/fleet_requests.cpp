@@ -5,6 +5,7 @@
 
 #include "app/gateway/fleet.h"
 #include "common/log.h"
+#include "proxy/forward/headers.h"
 
 namespace sluice::app::gateway {
 
@@ -36,11 +37,19 @@ void Fleet::exchange_ended(const http::request_header<>& req, const proxy::Excha
   const double ms = std::chrono::duration<double, std::milli>(end - r.start).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f ms", ms);
-  // Revision and instance are immutable once the hold exists; nothing here takes a lock.
+  // Revision and instance are immutable once the hold exists; nothing here takes a lock. A request that
+  // got no instance (refused, or gone while it waited) names the service its Host is routed to.
+  const Revision* routed = nullptr;
+  if (!hold) {
+    auto host = req[http::field::host];
+    auto tag = req[proxy::kRouteTagHeader];
+    routed = router_.route(std::string_view(host.data(), host.size()), std::string_view(tag.data(), tag.size()));
+  }
   if (plain_output_) {  // a terminal: one short line a request, as local dev servers print them
     std::string text = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
                        std::to_string(r.status) + " " + took;
     if (hold) text += "  " + hold->settings().revision + " " + hold->instance_id() + (hold->cold() ? " (cold start)" : "");
+    else if (routed) text += "  " + routed->config.name;
     log::info(text);
     return;
   }
@@ -51,6 +60,8 @@ void Fleet::exchange_ended(const http::request_header<>& req, const proxy::Excha
   if (hold)
     line.kv("service", hold->settings().service).kv("revision", hold->settings().revision)
         .kv("instance", hold->instance_id()).kv("cold_start", hold->cold());
+  else if (routed)
+    line.kv("service", routed->config.name);
 }
 
 void Fleet::on_connection() {

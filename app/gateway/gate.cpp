@@ -135,8 +135,9 @@ asio::awaitable<Gate::Outcome> Gate::acquire(asio::any_io_executor ex, Clock::ti
   waiters_.leave(ticket);
   if (abandon && abandon->abandoned()) co_return abandoned(arrived);
   auto waited = std::to_string(static_cast<long long>(ms_between(arrived, now()))) + " ms";
-  co_return refuse({504, none_ready() ? "service " + name + ": no instance became ready within " + waited
-                                      : "service " + name + ": no instance was free within " + waited});
+  if (!none_ready()) co_return refuse({504, "service " + name + ": no instance was free within " + waited});
+  co_return refuse({504, "service " + name + ": no instance became ready within " + waited +
+                             (start_waits_.empty() ? "" : " (" + start_waits_ + ")")});
 }
 
 proxy::InstanceRefusal Gate::abandoned(Clock::time_point arrived) {
@@ -225,6 +226,7 @@ void Gate::note_ready(Instance& inst, Clock::time_point t) {
   inst.state = InstanceState::ready;
   inst.ready_at = t;
   failed_reason_.clear();
+  start_waits_.clear();
   if (!cold_start_since_) return;
   last_cold_start_ms_ = ms_between(*cold_start_since_, t);
   ++cold_starts_;
@@ -358,6 +360,11 @@ void Gate::close(std::string reason) {
   admits_ = Admits::closed;
   closed_reason_ = std::move(reason);
   waiters_.hand_all(proxy::InstanceRefusal{503, closed_reason_});
+}
+
+void Gate::note_start_waits(std::string what) {
+  std::lock_guard lock(mu_);
+  start_waits_ = std::move(what);
 }
 
 void Gate::reopen() {

@@ -197,6 +197,9 @@ class Gate {
   void close(std::string reason);
   // A retired revision that traffic names again: it takes requests once more.
   void reopen();
+  // What a start is waiting on ("app-1 runs, but nothing listens on PORT 41234"), told to requests that
+  // time out waiting for it; cleared once an instance is ready.
+  void note_start_waits(std::string what);
 
   // `history`: with the latencies and cold starts kept (for status and the dashboard).
   GateView view(bool history = false) const;
@@ -228,6 +231,7 @@ class Gate {
   enum class Admits { requests, moved, closed } admits_ = Admits::requests;
   Gate* successor_ = nullptr;
   std::string closed_reason_;
+  std::string start_waits_;  // note_start_waits
   std::atomic<bool> throttling_;  // read without the lock by prewarm()
   std::vector<std::shared_ptr<Instance>> instances_;
   net::WaitQueue<Handed> waiters_;

@@ -57,6 +57,9 @@ std::string joined(const std::deque<std::string>& lines) {
 // async connect (or GET) bounded by 100 ms; a refused connect costs microseconds.
 Clock::duration probe_pause(Clock::duration age) { return age < 50ms ? 2ms : age < 1s ? 5ms : 25ms; }
 constexpr proxy::Millis kProbeTryTimeout{100};
+// An instance still not listening this long after it started is told about, once: the usual cause is an
+// app that listens on a port of its own instead of $PORT.
+constexpr auto kNotListeningNote = std::chrono::seconds(5);
 
 }  // namespace
 
@@ -295,6 +298,7 @@ asio::awaitable<void> InstanceSupervisor::await_ready(Revision* s, std::shared_p
   proxy::UserReadiness probe(pc);
   const auto deadline = inst->created + c.start_deadline;
   asio::steady_timer pause(control_);
+  bool told = false;
   while (true) {
     if (s->gate->state(*inst) != InstanceState::starting || stopping_) co_return;
     auto attempt = probe.try_once(kProbeTryTimeout);  // named: see STYLE.md on co_await
@@ -304,6 +308,15 @@ asio::awaitable<void> InstanceSupervisor::await_ready(Revision* s, std::shared_p
       co_return;
     }
     const auto t = now();
+    if (!told && t - inst->created >= kNotListeningNote && c.readiness_path.empty()) {
+      told = true;
+      const std::string what = inst->id + " runs, but nothing listens on PORT " + std::to_string(pc.port) +
+                               " after " + std::to_string(kNotListeningNote.count()) +
+                               " s: does the app listen on $PORT?";
+      log::warn(what + " (waiting up to start-deadline)").kv("event", "instance.not_listening")
+          .kv("service", c.name).kv("instance", inst->id).kv("port", static_cast<unsigned>(pc.port));
+      s->gate->note_start_waits(what);
+    }
     if (t >= deadline) {
       start_failed(*s, inst, "not listening on PORT " + std::to_string(pc.port) + " after " +
                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(c.start_deadline).count()) +

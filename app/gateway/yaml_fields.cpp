@@ -97,6 +97,10 @@ std::vector<std::string> shell_command(const std::string& text) {
   // would be taken for the command's name.
   const std::size_t word = command_word(text);
   if (word >= text.size()) return {"/bin/sh", "-c", text};
+  // `exec ./server` (a Procfile and Dockerfile habit) execs already: a second exec would be taken for the
+  // command's name.
+  if (const auto rest = std::string_view(text).substr(word); rest == "exec" || rest.starts_with("exec ") || rest.starts_with("exec\t"))
+    return {"/bin/sh", "-c", text};
   return {"/bin/sh", "-c", text.substr(0, word) + "exec " + text.substr(word)};
 }
 

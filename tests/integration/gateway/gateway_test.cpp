@@ -65,6 +65,22 @@ TEST(Gateway, AColdBurstOfTwoHundredConnectionsIsAbsorbedByTheBuffer) {
   EXPECT_EQ(gw.number("refused_total"), 0);
 }
 
+// An app that runs but never listens on PORT (here: it never listens at all): after 5 s the log says
+// what the start waits for, and the request that times out in the buffer is told the same.
+TEST(Gateway, AnAppNotListeningOnPortIsNamedInTheLogAndInThe504) {
+  TempFile cfg("sluice-gw.yaml", "services:\n  app:\n    command: exec sleep 30\n    validate: false\n"
+                                 "    buffer-timeout: 7s\n");
+  Gateway gw({"--config", cfg.path()});
+  auto r = curl({"-sS", "-w", "\n%{http_code}", gw.url("/")}, 30);
+  EXPECT_TRUE(r.out.ends_with("\n504")) << r.out;
+  EXPECT_NE(r.out.find("service app: no instance became ready within "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("app-1 runs, but nothing listens on PORT "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does the app listen on $PORT?"), std::string::npos) << r.out;
+  auto said = gw.process->wait_for_line("\"event\":\"instance.not_listening\"", 1s);
+  ASSERT_TRUE(said) << gw.process->stdout_text();
+  EXPECT_NE(said->find("\"instance\":\"app-1\""), std::string::npos) << *said;
+}
+
 TEST(Gateway, AFullColdStartBufferAnswers503WithTheReason) {
   TempFile cfg("sluice-gw.yaml", "services:\n  app:\n    command: " + slow_app(1.5) + "\n    buffer-size: 5\n");
   Gateway gw({"--config", cfg.path()});
@@ -79,6 +95,10 @@ TEST(Gateway, AFullColdStartBufferAnswers503WithTheReason) {
   EXPECT_TRUE(r.out.ends_with("\n503")) << r.out;
   EXPECT_EQ(h2load_count(load.out, "2xx"), 5) << load.out;
   EXPECT_EQ(h2load_count(load.out, "5xx"), 15) << load.out;
+  // A refused request's line names the service it was for.
+  auto line = gw.process->wait_for_line("\"status\":503", 1s);
+  ASSERT_TRUE(line) << gw.process->stdout_text();
+  EXPECT_NE(line->find("\"service\":\"app\""), std::string::npos) << *line;
 }
 
 // A client that gives up while its request waits in the cold-start buffer: the request leaves the buffer

@@ -117,6 +117,16 @@ TEST(GatewayConfig, AStringCommandMaySetVariablesBeforeItsCommand) {
   EXPECT_EQ(output_of(procfile.services[0].command), "hi\n");
 }
 
+// `exec ./server`, a Procfile and Dockerfile habit, is not given a second exec (dash then looked for a
+// command named "exec" and exited 127).
+TEST(GatewayConfig, AStringCommandThatExecsAlreadyIsRunAsWritten) {
+  using Argv = std::vector<std::string>;
+  EXPECT_EQ(shell_command("exec ./web"), (Argv{"/bin/sh", "-c", "exec ./web"}));
+  EXPECT_EQ(shell_command("A=1 exec ./web"), (Argv{"/bin/sh", "-c", "A=1 exec ./web"}));
+  EXPECT_EQ(shell_command("executor --x"), (Argv{"/bin/sh", "-c", "exec executor --x"}));
+  EXPECT_EQ(output_of(shell_command("GREETING=hi exec printenv GREETING")), "hi\n");
+}
+
 // A file that cannot be read says why.
 TEST(GatewayConfig, AFileThatCannotBeReadSaysWhy) {
   const auto message = [](const std::string& path) {
