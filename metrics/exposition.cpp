@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <vector>
 
 namespace sluice::metrics {
 namespace {
@@ -108,6 +109,37 @@ void write_histogram(std::string& out, std::string_view name, std::span<const La
   out += ' ';
   out += std::to_string(cumulative);
   out += '\n';
+}
+
+TextFamilies::Family& TextFamilies::family(const std::string& name, std::string_view help, std::string_view type) {
+  auto [it, fresh] = families_.try_emplace(name);
+  if (fresh) {
+    it->second.help = help;
+    it->second.type = type;
+  }
+  return it->second;
+}
+
+void TextFamilies::counter(const std::string& name, std::string_view help, const Labels& labels, double value) {
+  family(name, help, "counter").series[labels] += value;
+}
+
+void TextFamilies::gauge(const std::string& name, std::string_view help, const Labels& labels, double value) {
+  family(name, help, "gauge").series[labels] = value;
+}
+
+std::string TextFamilies::text() const {
+  std::string out;
+  std::vector<Label> labels;
+  for (const auto& [name, f] : families_) {
+    if (f.series.empty()) continue;
+    write_family(out, name, f.help, f.type);
+    for (const auto& [l, value] : f.series) {
+      labels.assign(l.begin(), l.end());
+      write_sample(out, name, labels, value);
+    }
+  }
+  return out;
 }
 
 }  // namespace sluice::metrics

@@ -1,13 +1,6 @@
 // User request metrics; see request_metrics.h.
 #include "metrics/request_metrics.h"
 
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
-
 #include <map>
 
 #include "metrics/exposition.h"
@@ -18,8 +11,8 @@ namespace sluice::metrics {
 namespace {
 
 // OpenCensus' Buckets125(1, 100000), the milliseconds queue-proxy <= 1.18 reports latencies in.
-const prometheus::Histogram::BucketBoundaries kLatencyMs = {
-    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
+constexpr std::array<double, 16> kLatencyMs = {1,    2,    5,    10,    20,    50,    100,   200,
+                                               500,  1000, 2000, 5000, 10000, 20000, 50000, 100000};
 // queue-proxy >= 1.19's bounds of kn.serving.invocation.duration (OpenTelemetry's HTTP duration buckets).
 constexpr std::array<double, 14> kDurationS = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25,
                                                0.5,   0.75, 1,     2.5,  5,     7.5, 10};
@@ -32,14 +25,13 @@ std::size_t status_slot(int status) { return static_cast<std::size_t>(status < 1
 }  // namespace
 
 struct RequestMetrics::LegacySeries {
-  prometheus::Counter* count = nullptr;
-  prometheus::Histogram* latency_ms = nullptr;
+  std::atomic<std::uint64_t> count{0};
+  AtomicHistogram latency_ms{kLatencyMs, 1e-6};
 };
 
 struct RequestMetrics::Impl {
-  prometheus::Registry registry;
-  prometheus::Labels legacy_labels;
-  prometheus::Gauge* queue_depth_legacy = nullptr;
+  std::vector<std::pair<std::string, std::string>> legacy_labels;  // sorted by name, response_code* aside
+  std::atomic<double> queue_depth_legacy{0};
   std::vector<std::pair<std::string, std::string>> target_info;  // sorted by name
 };
 
@@ -47,36 +39,9 @@ RequestMetrics::RequestMetrics(const RequestMetricsConfig& c)
     : impl_(std::make_unique<Impl>()),
       legacy_(c.names != MetricNames::knative_otel),
       otel_(c.names != MetricNames::knative_legacy) {
-  auto& r = impl_->registry;
-  impl_->legacy_labels = {{"namespace_name", c.pod.namespace_name},
-                          {"configuration_name", c.pod.configuration},
-                          {"revision_name", c.pod.revision},
-                          {"service_name", c.service},
-                          {"pod_name", c.pod.pod},
-                          {"container_name", "queue-proxy"}};
-  if (legacy_) {
-    proxy_.count = &prometheus::BuildCounter()
-                        .Name("revision_request_count")
-                        .Help("The number of requests that are routed to queue-proxy")
-                        .Register(r);
-    proxy_.latency_ms = &prometheus::BuildHistogram()
-                             .Name("revision_request_latencies")
-                             .Help("The response time in millisecond")
-                             .Register(r);
-    app_.count = &prometheus::BuildCounter()
-                      .Name("revision_app_request_count")
-                      .Help("The number of requests that are routed to user-container")
-                      .Register(r);
-    app_.latency_ms = &prometheus::BuildHistogram()
-                           .Name("revision_app_request_latencies")
-                           .Help("The response time in millisecond")
-                           .Register(r);
-    impl_->queue_depth_legacy = &prometheus::BuildGauge()
-                                     .Name("revision_queue_depth")
-                                     .Help("The current number of items in the serving and waiting queue")
-                                     .Register(r)
-                                     .Add(impl_->legacy_labels);
-  }
+  impl_->legacy_labels = {{"configuration_name", c.pod.configuration}, {"container_name", "queue-proxy"},
+                          {"namespace_name", c.pod.namespace_name},    {"pod_name", c.pod.pod},
+                          {"revision_name", c.pod.revision},           {"service_name", c.service}};
   if (otel_) {
     http_ = std::make_unique<HttpMetrics>(c.app_port);
     // The resource, as OpenTelemetry's Prometheus exporter writes it: target_info, each key a label whose
@@ -103,11 +68,6 @@ RequestMetrics::LegacySeries& RequestMetrics::legacy_series(LegacyTable& t, int 
   std::lock_guard lock(create_mutex_);
   if (auto* s = slot.load(std::memory_order_relaxed)) return *s;
   auto s = std::make_unique<LegacySeries>();
-  auto labels = impl_->legacy_labels;
-  labels["response_code"] = std::to_string(status);
-  labels["response_code_class"] = code_class(status);
-  s->count = &t.count->Add(labels);
-  s->latency_ms = &t.latency_ms->Add(labels, kLatencyMs);
   slot.store(s.get(), std::memory_order_release);
   owned_.push_back(std::move(s));
   return *owned_.back();
@@ -115,8 +75,8 @@ RequestMetrics::LegacySeries& RequestMetrics::legacy_series(LegacyTable& t, int 
 
 void RequestMetrics::record_legacy(LegacyTable& t, int status, double latency_seconds) {
   auto& s = legacy_series(t, status);
-  s.count->Increment();
-  s.latency_ms->Observe(latency_seconds * 1000.0);
+  s.count.fetch_add(1, std::memory_order_relaxed);
+  s.latency_ms.observe(latency_seconds * 1000.0);
 }
 
 AtomicHistogram& RequestMetrics::duration_series(int status) {
@@ -147,7 +107,7 @@ void RequestMetrics::record_queue_depth(std::int64_t depth) {
 }
 
 void RequestMetrics::set_legacy_queue_depth(double depth) {
-  if (impl_->queue_depth_legacy) impl_->queue_depth_legacy->Set(depth);
+  if (legacy_) impl_->queue_depth_legacy.store(depth, std::memory_order_relaxed);
 }
 
 std::optional<std::int64_t> RequestMetrics::queue_depth() const {
@@ -207,9 +167,55 @@ void RequestMetrics::write_otel(std::string& out) const {
   write_sample(out, "target_info", info, 1);
 }
 
+// As OpenCensus' Prometheus exporter registered them: families by name, series by status code.
+void RequestMetrics::write_legacy(std::string& out) const {
+  std::vector<Label> labels;
+  auto with_code = [&](const std::string& code, const std::string& its_class) {
+    labels.clear();
+    for (const auto& [k, v] : impl_->legacy_labels) {
+      if (k == "revision_name") {  // response_code and response_code_class sort before it
+        labels.emplace_back("response_code", code);
+        labels.emplace_back("response_code_class", its_class);
+      }
+      labels.emplace_back(k, v);
+    }
+  };
+  auto table = [&](const LegacyTable& t, std::string_view count_name, std::string_view count_help,
+                   std::string_view latency_name) {
+    bool any = false;
+    for (int status = 100; status < 600; ++status)
+      any = any || t.by_status[static_cast<std::size_t>(status)].load(std::memory_order_acquire) != nullptr;
+    if (!any) return std::pair{std::string(), std::string()};
+    std::string counts, latencies;
+    write_family(counts, count_name, count_help, "counter");
+    write_family(latencies, latency_name, "The response time in millisecond", "histogram");
+    for (int status = 100; status < 600; ++status) {
+      const auto* series = t.by_status[static_cast<std::size_t>(status)].load(std::memory_order_acquire);
+      if (!series) continue;
+      const auto code = std::to_string(status), its_class = code_class(status);
+      with_code(code, its_class);
+      auto snap = series->latency_ms.snapshot();
+      write_sample(counts, count_name, labels, static_cast<double>(series->count.load(std::memory_order_relaxed)));
+      write_histogram(latencies, latency_name, labels, kLatencyMs, snap.counts, snap.sum);
+    }
+    return std::pair{std::move(counts), std::move(latencies)};
+  };
+  auto app = table(app_, "revision_app_request_count", "The number of requests that are routed to user-container",
+                   "revision_app_request_latencies");
+  auto proxy = table(proxy_, "revision_request_count", "The number of requests that are routed to queue-proxy",
+                     "revision_request_latencies");
+  out += app.first;
+  out += app.second;
+  write_family(out, "revision_queue_depth", "The current number of items in the serving and waiting queue", "gauge");
+  labels.assign(impl_->legacy_labels.begin(), impl_->legacy_labels.end());
+  write_sample(out, "revision_queue_depth", labels, impl_->queue_depth_legacy.load(std::memory_order_relaxed));
+  out += proxy.first;
+  out += proxy.second;
+}
+
 std::string RequestMetrics::text() {
   std::string out;
-  if (legacy_) out = prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+  if (legacy_) write_legacy(out);
   if (otel_) write_otel(out);
   scrapes_.fetch_add(1, std::memory_order_relaxed);
   return out;

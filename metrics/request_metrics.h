@@ -19,13 +19,6 @@
 #include "metrics/autoscaler_stat.h"
 #include "metrics/http_metrics.h"
 
-namespace prometheus {
-class Counter;
-class Histogram;
-template <typename T>
-class Family;
-}  // namespace prometheus
-
 namespace sluice::metrics {
 
 class AtomicHistogram;
@@ -55,7 +48,7 @@ struct DurationPoint {
 };
 
 // Thread-safe. The series for a status code (an attribute set) is created on its first use and cached, so
-// recording is a lock-free lookup plus atomic adds (prometheus-cpp's own for the legacy names).
+// recording is a lock-free lookup plus atomic adds.
 class RequestMetrics {
  public:
   explicit RequestMetrics(const RequestMetricsConfig& config);
@@ -80,14 +73,13 @@ class RequestMetrics {
  private:
   struct LegacySeries;
   struct LegacyTable {
-    prometheus::Family<prometheus::Counter>* count = nullptr;
-    prometheus::Family<prometheus::Histogram>* latency_ms = nullptr;
     std::array<std::atomic<LegacySeries*>, 600> by_status{};
   };
   LegacySeries& legacy_series(LegacyTable& t, int status);
   void record_legacy(LegacyTable& t, int status, double latency_seconds);
   AtomicHistogram& duration_series(int status);
   void write_otel(std::string& out) const;
+  void write_legacy(std::string& out) const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -3,21 +3,15 @@
 // for Knative's autoscaler read it too. Series of dropped pods and forgotten ScaledObjects are removed.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 
 #include "autoscaler/config.h"
 #include "autoscaler/kpa.h"
-
-namespace prometheus {
-class Registry;
-class Counter;
-class Gauge;
-template <typename T>
-class Family;
-}  // namespace prometheus
 
 namespace sluice::scaler {
 
@@ -47,13 +41,10 @@ class ScalerMetrics {
   using Pod = std::tuple<RevisionLabels, std::string>;
   using PodReason = std::tuple<RevisionLabels, std::string, std::string>;
 
-  std::unique_ptr<prometheus::Registry> registry_;
-  prometheus::Family<prometheus::Counter>* scrapes_;
-  prometheus::Family<prometheus::Counter>* errors_;
-  std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauge_families_;
-  std::map<Pod, prometheus::Counter*> scrape_counters_;
-  std::map<PodReason, prometheus::Counter*> error_counters_;
-  std::map<RevisionLabels, std::map<std::string, prometheus::Gauge*>> revision_gauges_;
+  mutable std::mutex mu_;
+  std::map<Pod, std::uint64_t> scrapes_;
+  std::map<PodReason, std::uint64_t> errors_;
+  std::map<RevisionLabels, std::map<std::string, double>> gauges_;  // by revision: family → value
 };
 
 }  // namespace sluice::scaler
