@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include <atomic>
 #include <csignal>
@@ -27,6 +28,7 @@
 #include "app/gateway/dashboard.h"
 #include "app/gateway/fleet.h"
 #include "app/gateway/json_text.h"
+#include "app/gateway/local_ca.h"
 #include "app/gateway/metadata.h"
 #include "app/gateway/status_view.h"
 #include "app/gateway/watcher.h"
@@ -53,6 +55,8 @@ constexpr const char* kGatewayUsage =
     "options:\n"
     "  --listen [ADDR:]PORT   where requests arrive (default 127.0.0.1:8080)\n"
     "  --admin [ADDR:]PORT    dashboard, /.sluice/status and /metrics (default 127.0.0.1:8079; 0: any free port)\n"
+    "  --https PORT|off       HTTPS and h2 on this port of the listen address, with a certificate from a\n"
+    "                         local CA made once (~/.local/share/sluice/ca; the log says how to trust it)\n"
     "  --workers N            proxy worker threads (default: one per CPU)\n"
     "  --status MODE          auto (table on a terminal, JSON lines otherwise), tty, json or none\n"
     "  --request-lines on|off one line a request (method, path, status, time, instance; default on)\n"
@@ -107,7 +111,11 @@ void Flags::apply(gw::GatewayConfig& g) const {
   for (const auto& [name, value] : overrides) {
     if (name == "listen") std::tie(g.listen_address, g.port) = host_port_flag(name, value, g.listen_address);
     else if (name == "admin") std::tie(g.admin_address, g.admin_port) = host_port_flag(name, value, g.admin_address);
-    else if (name == "status") {
+    else if (name == "https") {
+      bool ok = false;
+      g.https_port = gw::parse_https_port(value, ok);
+      if (!ok) throw ConfigError("--https=" + value + " is not a port or off");
+    } else if (name == "status") {
       if (value != "auto" && value != "tty" && value != "json" && value != "none")
         throw ConfigError("--status=" + value + " is not auto, tty, json or none");
       g.status_output = value;
@@ -165,7 +173,7 @@ Cli parse_cli(Args args) {
       file = value;
       cli.check = cli.check || name == "check";
     } else if (name == "listen" || name == "admin" || name == "workers" || name == "status" || name == "throttle" ||
-               name == "sandbox" || name == "request-lines") {
+               name == "sandbox" || name == "request-lines" || name == "https") {
       overrides.emplace_back(name, value);
     } else {
       throw ConfigError("unknown flag '--" + name + "'\n" + kGatewayUsage);
@@ -285,6 +293,40 @@ int run_gateway(Args args) {
                                        (gw::scale_to_zero_on(cfg, s) ? ", scales to zero" : ", min-scale ≥ 1"));
   }
 
+  // HTTPS: a certificate from the local CA for every name the gateway answers to, made again when the
+  // config changes them (the proxy picks up the new files within a second).
+  std::optional<gw::LocalCa> ca;
+  const auto tls_dir = state_dir / "tls";
+  auto issue_certificate = [&](const gw::GatewayConfig& g) {
+    std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
+    auto add = [&names](const std::string& name) {
+      const bool dns_name = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-:") == std::string::npos;
+      if (dns_name && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    };
+    for (const auto& s : g.services) {
+      for (const auto& h : s.hosts) add(gw::host_of(h));
+      for (const auto& t : s.traffic)
+        if (!t.tag.empty()) add(gw::host_of(t.tag + "-" + s.name + ".localhost"));
+    }
+    if (g.listen_address != "0.0.0.0" && g.listen_address != "::") add(g.listen_address);
+    gw::issue_server_cert(*ca, names, tls_dir / "cert.pem", tls_dir / "key.pem");
+  };
+  if (cfg.https_port) {
+    ca = gw::load_or_create_ca(gw::default_ca_dir());
+    std::error_code made;
+    std::filesystem::create_directories(state_dir, made);
+    if (::mkdir(tls_dir.c_str(), 0700) != 0 && errno != EEXIST)
+      throw ConfigError(tls_dir.string() + ": cannot be made: " + std::strerror(errno));
+    issue_certificate(cfg);
+    if (ca->created) {
+      const auto pem = ca->cert_file().string();
+      log::info("made a local certificate authority for https; trust it once: curl --cacert " + pem +
+                "; Debian/Ubuntu: sudo cp " + pem + " /usr/local/share/ca-certificates/sluice-local-ca.crt && "
+                "sudo update-ca-certificates; Chromium/Firefox: certutil -d sql:$HOME/.pki/nssdb -A -t C,, -n sluice -i " + pem)
+          .kv("event", "https.ca_created").kv("ca", pem);
+    }
+  }
+
   proxy::ProxyConfig pc;
   pc.listen_address = cfg.listen_address;
   pc.port = cfg.port;
@@ -292,6 +334,14 @@ int run_gateway(Args args) {
   pc.upstream_max_idle = 64;
   pc.timeouts.request = cfg.request_timeout;
   pc.timeouts.instance_accept = cfg.accept_timeout;
+  if (cfg.https_port) {
+    pc.tls = proxy::TlsConfig{.cert_file = (tls_dir / "cert.pem").string(),
+                              .key_file = (tls_dir / "key.pem").string(),
+                              .min_version = proxy::TlsVersion::v1_2,
+                              .max_version = proxy::TlsVersion::v1_3,
+                              .reload_interval = std::chrono::seconds(1)};
+    pc.tls_port = *cfg.https_port;
+  }
   proxy::Server server(pc, fleet);
 
   net::ControlListener admin(control, "admin", cfg.admin_address, cfg.admin_port,
@@ -302,11 +352,17 @@ int run_gateway(Args args) {
                                                                     gw::json_text(fleet->status()) + "\n"};
                                  if (target == "/metrics")
                                    co_return net::ControlResponse{200, "text/plain; version=0.0.4", fleet->prometheus()};
+                                 if (target == "/.sluice/requests")
+                                   co_return net::ControlResponse{200, "application/json",
+                                                                    gw::json_text(fleet->recent_requests()) + "\n"};
+                                 if (target == "/.sluice/logs")
+                                   co_return net::ControlResponse{200, "application/json",
+                                                                    gw::json_text(fleet->instance_logs()) + "\n"};
                                  if (target == "/healthz") co_return net::ControlResponse{200, "text/plain", "ok\n"};
                                  if (target == "/" || target == "/index.html")
                                    co_return net::ControlResponse{200, "text/html; charset=utf-8",
                                                                     std::string(gw::dashboard_html())};
-                                 co_return net::ControlResponse{404, "text/plain", "not found: try /, /.sluice/status or /metrics\n"};
+                                 co_return net::ControlResponse{404, "text/plain", "not found: try /, /.sluice/status, /.sluice/requests, /.sluice/logs or /metrics\n"};
                                });
   // SIGHUP or an edit of the file: it is read again; a bad edit is reported (file:line) and the running
   // config stays. On the control thread.
@@ -323,9 +379,11 @@ int run_gateway(Args args) {
       log::info("config reloaded").kv("event", "config.reloaded").kv("file", cfg.source)
           .kv("services", static_cast<std::uint64_t>(next.services.size()));
       auto services = next.services;
+      auto inputs = next.inputs;
       warn_ignored(next.warnings);
+      if (ca) issue_certificate(next);  // new hosts, new names
       fleet->apply(std::move(next));
-      if (watcher) watcher->watch(services);
+      if (watcher) watcher->watch(services, inputs);
     } catch (const ConfigError& e) {
       log::error("config not reloaded: " + std::string(e.what()) + " (the running config stays)")
           .kv("event", "config.invalid").kv("file", cfg.source).kv("error", e.what());
@@ -336,20 +394,28 @@ int run_gateway(Args args) {
       [&](const std::string& service, const std::string& what, std::chrono::steady_clock::time_point last) {
         fleet->files_changed(service, what, last);
       });
-  watcher->watch(cfg.services);
+  watcher->watch(cfg.services, cfg.inputs);
   watcher->start();
   server.start();
+  fleet->set_gateway_listener(cfg.listen_address, server.port());  // bound now; before any instance starts
   admin.start();
   if (metadata) metadata->start();
   asio::post(control, [&] { fleet->start(); });
-  const std::string serving = "· http://" + cfg.listen_address + ":" + std::to_string(server.port()) +
-                              "/ · dashboard http://" + cfg.admin_address + ":" + std::to_string(admin.port()) +
+  const std::string https_url =
+      ca ? "https://" + (cfg.listen_address == "127.0.0.1" ? std::string("localhost") : cfg.listen_address) + ":" +
+               std::to_string(server.tls_port()) + "/"
+         : "";
+  const std::string serving = "· http://" + cfg.listen_address + ":" + std::to_string(server.port()) + "/" +
+                              (ca ? " · " + https_url : "") + " · dashboard http://" + cfg.admin_address + ":" + std::to_string(admin.port()) +
                               "/ · Ctrl-C drains and stops";
   gw::StatusView view(control, *fleet, cfg.status_output, serving);
   view.start();
   log::info("listening").kv("listener", "admin").kv("address", cfg.admin_address).kv("port", static_cast<unsigned>(admin.port()));
   if (metadata)
     log::info("listening").kv("listener", "metadata").kv("address", metadata_address).kv("port", static_cast<unsigned>(metadata->port()));
+  if (ca)
+    log::info("listening").kv("listener", "https").kv("address", cfg.listen_address)
+        .kv("port", static_cast<unsigned>(server.tls_port())).kv("ca", ca->cert_file().string());
   // Last: harnesses wait for this line, by which time every port above is bound.
   log::info("listening").kv("listener", "gateway").kv("address", cfg.listen_address)
       .kv("port", static_cast<unsigned>(server.port())).kv("workers", server.workers())

@@ -65,6 +65,12 @@ struct LocalAnswer {
 };
 
 // Receives a request's fields one by one, in order.
+// Whether a request's target is absolute-form ("http://host/path"): a client that took this hop for a
+// forward proxy (http_proxy) sends it so, naming the host it means.
+inline bool absolute_form_target(std::string_view target) {
+  return !target.empty() && target.front() != '/' && target.find("://") != std::string_view::npos;
+}
+
 class FieldSink {
  public:
   virtual void field(std::string_view name, std::string_view value) = 0;

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # sluice's two entry points on a Debian 12 machine:
-#   scripts/dev.sh run    install what is missing, build, run `sluice gateway -- <demo app>` (cold, then warm requests)
+#   scripts/dev.sh run    install what building needs, build, run `sluice gateway -- <demo app>` (cold, then warm requests)
 #   scripts/dev.sh test   install what is missing, build, run the whole suite (release, ASan+UBSan, TSan;
 #                         with SLUICE_TEST_FUZZ=1 the fuzz targets too), then the image test
-# Other commands: build [preset], bench (see bench/README.md), deps [build|scaler|image] (`build`: only
-# what compiling the sluice binary needs; `scaler`: that plus gRPC, for sluice-autoscaler; `image`: what
-# building and testing the container image needs),
+# Other commands: build [preset], bench (see bench/README.md), deps [build|run|scaler|image] (`build`: only
+# what compiling the sluice binary needs; `run`: that and curl; `scaler`: that plus gRPC, for
+# sluice-autoscaler; `image`: what building and testing the container image needs),
+# dist (the one-file `sluice`: every library but glibc linked in, at dist/sluice),
 # image-test (builds and tests the container image alone: tests/image/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +17,10 @@ cd "$(dirname "$0")/.."
 BUILD_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev
-  libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler prometheus-cpp-dev zlib1g-dev
+  libnghttp2-dev libssl-dev libyaml-cpp-dev libprotobuf-dev protobuf-compiler zlib1g-dev
 )
+# `run` builds the one-file binaries (the dist preset: no tests) and talks to the gateway with curl.
+RUN_PACKAGES=("${BUILD_PACKAGES[@]}" curl ca-certificates)
 # sluice-autoscaler (KEDA's external scaler) is a binary of its own so that the sidecar carries no gRPC;
 # without these packages CMake simply leaves it out. docker/Dockerfile's scaler stage installs them.
 SCALER_BUILD_PACKAGES=("${BUILD_PACKAGES[@]}" libgrpc++-dev protobuf-compiler-grpc)
@@ -49,6 +52,7 @@ as_root() {
 deps() {
   local wanted=("${PACKAGES[@]}") missing=()
   [ "${1:-}" = build ] && wanted=("${BUILD_PACKAGES[@]}")
+  [ "${1:-}" = run ] && wanted=("${RUN_PACKAGES[@]}")
   [ "${1:-}" = scaler ] && wanted=("${SCALER_BUILD_PACKAGES[@]}")
   [ "${1:-}" = image ] && wanted=("${IMAGE_PACKAGES[@]}")
   for p in "${wanted[@]}"; do
@@ -95,18 +99,18 @@ cleanup_gateway() {
 run_gateway_demo() {
   # SLUICE_SKIP_BUILD=1 with SLUICE_BIN/DEMO_APP_BIN: run what is built already (the script's own test).
   if [ "${SLUICE_SKIP_BUILD:-0}" != 1 ]; then
-    deps
-    build release sluice sluice_demo_app  # what it runs, not the tests
+    deps run
+    build dist  # what it runs (the one-file sluice and the demo app), not the tests
   fi
   local port=${PORT:-8080} admin=${ADMIN_PORT:-8079}
-  local sluice=${SLUICE_BIN:-build/release/app/sluice} demo=${DEMO_APP_BIN:-build/release/demo/sluice-demo-app}
+  local sluice=${SLUICE_BIN:-build/dist/app/sluice} demo=${DEMO_APP_BIN:-build/dist/demo/sluice-demo-app}
   trap cleanup_gateway EXIT
   trap 'stop_gateway' TERM
   trap 'interrupted=1' INT
   "$sluice" gateway --listen "127.0.0.1:$port" --admin "127.0.0.1:$admin" "$@" -- "$demo" &
   gateway_pid=$!  # global: the EXIT trap runs after this function has returned
-  # The gateway first proves the app can start; as Knative does, it keeps that first instance for a
-  # stable window (60 s) before scaling to zero.
+  # The gateway first proves the app can start (that instance stops as soon as it listens: the first
+  # request below cold-starts the app).
   # One plain command at a time, no pipeline and no $(...): a Ctrl-C that lands while bash forks one of
   # those can make bash exit 130 at once (seen with bash 5.2), before the gateway has drained.
   local i
@@ -141,12 +145,12 @@ run_gateway_demo() {
 }
 
 run_demo() {
-  deps
-  build release sluice sluice_demo_app
+  deps run
+  build dist
   local app_port=${APP_PORT:-8080} port=${PORT:-8012}
   pids=()
   trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
-  build/release/demo/sluice-demo-app --port "$app_port" &
+  build/dist/demo/sluice-demo-app --port "$app_port" &
   pids+=($!)
   env CONTAINER_CONCURRENCY="${CONTAINER_CONCURRENCY:-0}" QUEUE_SERVING_PORT="$port" QUEUE_SERVING_TLS_PORT=8112 \
     USER_PORT="$app_port" REVISION_TIMEOUT_SECONDS=300 SERVING_NAMESPACE=default \
@@ -154,7 +158,7 @@ run_demo() {
     SERVING_POD_IP=127.0.0.1 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=info \
     SERVING_ENABLE_REQUEST_LOG=true SERVING_REQUEST_METRICS_BACKEND=prometheus \
     SLUICE_DRAIN_QUIET_PERIOD_MS="${SLUICE_DRAIN_QUIET_PERIOD_MS:-1000}" \
-    build/release/app/sluice sidecar "$@" &
+    build/dist/app/sluice sidecar "$@" &
   pids+=($!)
   echo
   echo "sluice sidecar is proxying http://127.0.0.1:$port/ to the demo app on 127.0.0.1:$app_port"
@@ -162,6 +166,18 @@ run_demo() {
   echo "  autoscaler stats: curl http://127.0.0.1:9090/metrics    request metrics: curl http://127.0.0.1:9091/metrics"
   echo
   wait -n "${pids[@]}"
+}
+
+# The one-file `sluice` at dist/sluice: copy it to any x86-64 Linux with glibc 2.36 or later (Debian 12's).
+make_dist() {
+  deps build
+  build dist
+  mkdir -p dist
+  install -m 0755 -s build/dist/app/sluice dist/sluice
+  local needed
+  needed=$(ldd dist/sluice | grep -v -E 'linux-vdso|/(libc|libm|ld-linux[^/]*)\.so' || true)
+  [ -z "$needed" ] || { echo "sluice: dist/sluice needs more than glibc:" >&2; echo "$needed" >&2; exit 1; }
+  echo "dist/sluice: $(stat -c %s dist/sluice) bytes, needs only glibc ($(dist/sluice --version))"
 }
 
 # Each phase of `test` says when it starts, so a slow CI run shows where its minutes went.
@@ -213,5 +229,6 @@ case "${1:-}" in
   bench) shift; deps; build release; exec bench/run.sh "$@" ;;
   image-test) deps; deps image; cmake --preset release >/dev/null; cmake --build --preset release --target sluice_demo_app sluice sluice_node_stub_bin; ctest --preset image ;;
   deps) deps "${2:-}" ;;
-  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|deps [build|scaler|image]|image-test" >&2; exit 2 ;;
+  dist) make_dist ;;
+  *) echo "usage: scripts/dev.sh run|run-sidecar|test|build [preset]|bench|dist|deps [build|run|scaler|image]|image-test" >&2; exit 2 ;;
 esac

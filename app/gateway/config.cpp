@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "app/gateway/env_file.h"
 #include "app/gateway/yaml_fields.h"
 #include "common/ascii.h"
 #include "common/config_error.h"
@@ -46,7 +47,7 @@ const std::set<std::string, std::less<>>& service_keys() {
       "command", "env", "working-dir", "handler", "rootfs", "image", "port", "hosts", "default", "readiness-path",
       "start-deadline", "grace-period", "buffer-size", "buffer-timeout", "validate", "features",
       "memory", "cpu", "run-as-user", "run-as-group", "run-as-non-root", "pre-stop", "post-start",
-      "request-timeout", "watch", "build", "build-timeout", "throttle-delay"};
+      "request-timeout", "watch", "build", "build-timeout", "throttle-delay", "env-file"};
   return keys;
 }
 
@@ -119,6 +120,9 @@ void service_key(const std::string& source, ServiceConfig& s, const std::string&
   } else if (key == "env") {
     if (!v.IsMap()) fail(source, v, path, "must be a mapping of NAME: value");
     for (const auto& e : v) s.env[e.first.Scalar()] = scalar(source, e.second, path + "." + e.first.Scalar());
+  } else if (key == "env-file") {
+    s.env_files = strings(source, v, path);
+    s.env_files_where = where(source, v);
   } else if (key == "hosts") {
     s.hosts = strings(source, v, path);
   } else if (key == "features") {
@@ -217,6 +221,19 @@ void autoscaling_keys(const std::string& source, const autoscaler::ConfigData& c
       fail(source, owner, base, e.what());
     }
   });
+}
+
+std::optional<std::uint16_t> parse_https_port(const std::string& text, bool& ok) {
+  ok = true;
+  if (text == "off" || text == "false" || text == "no") return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const int port = std::stoi(text, &used);
+    if (used == text.size() && port >= 0 && port <= 65535) return static_cast<std::uint16_t>(port);
+  } catch (const std::exception&) {
+  }
+  ok = false;
+  return std::nullopt;
 }
 
 std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
@@ -336,6 +353,17 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
       else if (key == "metadata-server") g.metadata_server = boolean(source, v, key);
       else if (key == "request-lines") g.request_lines = boolean(source, v, key);
       else if (key == "image-cache") g.image_cache = scalar(source, v, key);
+      else if (key == "https") {
+        const auto value = scalar(source, v, key);
+        bool ok = false;
+        g.https_port = parse_https_port(value, ok);
+        if (!ok) fail(source, v, key, "'" + value + "' is not a port or off");
+      }
+      else if (key == "env-file") {
+        g.env_files = strings(source, v, key);
+        g.env_files_named = true;
+        g.env_files_where = where(source, v);
+      }
       else if (key == "sandbox") {
         auto value = scalar(source, v, key);
         auto mode = parse_sandbox_mode(value);
@@ -365,7 +393,7 @@ GatewayConfig parse_yaml(const std::string& text, const std::string& source) {
         static const std::set<std::string, std::less<>> top = {
             "listen", "admin", "request-timeout", "drain-timeout", "accept-timeout", "workers", "throttle-mechanism", "status",
             "request-lines", "debounce", "metadata-server", "sandbox", "sandbox-network", "image-cache", "features",
-            "autoscaler", "services"};
+            "autoscaler", "services", "env-file", "https"};
         fail(source, kv.first, key, unknown_key(key, names_of(top), "allowed: " + list_of(top)));
       }
     });
@@ -422,6 +450,55 @@ GatewayConfig parse_procfile(const std::string& text, const std::string& source)
   return g;
 }
 
+namespace {
+
+// The environment files under each service's own `env:`: the gateway's (default `.env`, when it is there)
+// first, then the service's, in order; a later file wins. Each file is read once. A change of any of
+// them is a change of the services' definitions (their fingerprints), never spelled out.
+void read_env_files(GatewayConfig& g, const std::filesystem::path& dir) {
+  Errors errors;
+  std::map<std::string, std::optional<EnvFileResult>> read;  // path → what it holds (nullopt: unreadable)
+  auto load = [&](const std::string& name, const std::string& key, bool must_exist) -> const EnvFileResult* {
+    const auto path = (dir / name).lexically_normal().string();
+    auto [it, fresh] = read.try_emplace(path);
+    if (!fresh) return it->second ? &*it->second : nullptr;
+    if (std::find(g.inputs.begin(), g.inputs.end(), path) == g.inputs.end()) g.inputs.push_back(path);
+    std::ifstream in(path);
+    std::error_code ec;
+    if (!in || std::filesystem::is_directory(path, ec)) {
+      const int why = errno;
+      if (must_exist || why != ENOENT)
+        errors.add(key + ": '" + name + "' cannot be read: " + (in ? "it is a directory" : std::strerror(why)));
+      return nullptr;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    it->second = parse_env_file(text.str(), path);
+    for (const auto& e : it->second->errors) errors.add(e);
+    return &*it->second;
+  };
+  std::map<std::string, std::string> shared;
+  for (const auto& name : g.env_files)
+    if (const auto* f = load(name, (g.env_files_where.empty() ? g.source : g.env_files_where) + ": env-file", g.env_files_named))
+      for (const auto& [k, v] : f->vars) shared[k] = v;
+  auto apply = [&](ServiceConfig& s, auto& self) -> void {
+    auto env = shared;
+    for (const auto& name : s.env_files)
+      if (const auto* f = load(name, s.env_files_where + ": services." + s.name + ".env-file", true))
+        for (const auto& [k, v] : f->vars) env[k] = v;
+    for (auto& [k, v] : s.env) env[k] = std::move(v);
+    s.env = std::move(env);
+    std::string all;
+    for (const auto& [k, v] : s.env) all += k + "=" + v + '\0';
+    s.fingerprint += "\n--env " + std::to_string(std::hash<std::string>{}(all));
+    for (auto& earlier : s.earlier) self(earlier, self);
+  };
+  for (auto& s : g.services) apply(s, apply);
+  errors.throw_if_any(g.source);
+}
+
+}  // namespace
+
 GatewayConfig load_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot be read: " + std::strerror(errno));
@@ -430,9 +507,18 @@ GatewayConfig load_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-  if (base == "Procfile" || base.ends_with(".procfile")) return parse_procfile(text.str(), path);
-  if (is_knative(text.str())) return parse_knative(text.str(), path);
-  return parse_yaml(text.str(), path);
+  const bool knative = is_knative(text.str());
+  GatewayConfig g = base == "Procfile" || base.ends_with(".procfile") ? parse_procfile(text.str(), path)
+                    : knative                                          ? parse_knative(text.str(), path)
+                                                                       : parse_yaml(text.str(), path);
+  const auto dir = std::filesystem::absolute(path).parent_path();
+  read_env_files(g, dir);
+  // A process runs where its file is, as compose and foreman run them: `working-dir` is relative to the
+  // file's directory, which is the default. (A Knative container's workingDir is a path in its image.)
+  if (!knative)
+    for (auto& s : g.services)
+      if (s.image.empty() && s.rootfs.empty()) s.working_dir = (dir / s.working_dir).lexically_normal().string();
+  return g;
 }
 
 void validate(GatewayConfig& g) {

@@ -40,7 +40,11 @@ struct ServiceConfig {
   std::string where;                     // "file:line" of its definition, for messages
   std::string fingerprint;               // its definition's text: a different one makes a new revision
   std::vector<std::string> command;      // argv
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env;  // `env:` over `env-file:` over the gateway's `.env`
+  // `env-file:` as written (relative to the config file's directory) and where, for messages; read by
+  // load_file into `env`, whose values are never printed.
+  std::vector<std::string> env_files;
+  std::string env_files_where;
   std::string working_dir;
   std::string handler = "process";       // process | runc | crun
   std::string rootfs;                    // OCI handlers
@@ -95,6 +99,9 @@ struct GatewayConfig {
   std::uint16_t port = 8080;
   std::string admin_address = "127.0.0.1";
   std::uint16_t admin_port = 8079;       // /.sluice/status; 0: any free port (8022 is the sidecar's)
+  // HTTPS (and h2 over it) on this port of the listen address, with a certificate from the local CA
+  // (local_ca.h); off when unset. 0: any free port.
+  std::optional<std::uint16_t> https_port;
   Millis request_timeout{std::chrono::minutes(5)};  // whole exchange, cold start included
   Millis drain_timeout{std::chrono::seconds(60)};   // in-flight exchanges at shutdown
   Millis accept_timeout{std::chrono::milliseconds(250)};  // a new connection taken by an instance (proxy's instance_accept)
@@ -110,12 +117,21 @@ struct GatewayConfig {
   std::string image_cache;  // unpacked images; empty: $SLUICE_IMAGE_CACHE, else ImageStore's default
   std::vector<std::string> warnings;  // fields read but not used (Knative YAML), said once at start
   bool metadata_server = true;        // GCE_METADATA_HOST for instances (a loopback port of its own)
+  // Every service's environment file, compose's format (`env-file:` at the top; default `.env` beside the
+  // config file, when it is there); read by load_file.
+  std::vector<std::string> env_files{".env"};
+  bool env_files_named = false;  // given in the file: each must exist
+  std::string env_files_where;
+  // The files other than the config file that load_file read (or looked for): a change is a config change.
+  std::vector<std::string> inputs;
 };
 
 // Kubernetes quantities: "256Mi", "1G", "1000000" bytes; "500m", "0.5", "2" CPUs (as millis).
 std::optional<std::uint64_t> parse_memory_quantity(std::string_view text);
 std::optional<std::uint32_t> parse_cpu_quantity(std::string_view text);
 
+// `https:` / --https: a port, or off (false, off, no).
+std::optional<std::uint16_t> parse_https_port(const std::string& text, bool& ok);
 // "PORT", "ADDRESS:PORT" or "[V6]:PORT" (a bare port keeps `default_host`); nullopt when malformed.
 std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& text,
                                                                      const std::string& default_host);

@@ -60,7 +60,8 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   ~Fleet() override;
 
   asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal>> acquire(
-      std::string_view host, std::string_view tag, Clock::time_point deadline, net::WaitAbandon* abandon) override;
+      std::string_view host, std::string_view tag, bool proxied, Clock::time_point deadline,
+      net::WaitAbandon* abandon) override;
   void on_connection() override;
   void drop_waiters() override;
   // The request line (method, target, status, time, revision and instance, a cold start marked), when on.
@@ -100,6 +101,10 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   // On the control thread.
   boost::json::object status() const;
   std::string prometheus() const;
+  // Any thread: the last requests, newest first (GET /.sluice/requests), and every instance's last output
+  // lines, those of instances that ended lately too (GET /.sluice/logs).
+  boost::json::array recent_requests() const { return recent_.json(); }
+  boost::json::object instance_logs() const { return supervisor_.logs().json(); }
 
   // On the control thread: a re-read config. Each service whose settings changed rolls over to a new
   // revision (validated first: an instance must become ready; only then does traffic move and the old
@@ -111,6 +116,9 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   void files_changed(const std::string& service, const std::string& what, Clock::time_point last);
   // The metadata server's port, for instances' GCE_METADATA_HOST / GCE_METADATA_IP; before start().
   void set_metadata_port(std::uint16_t port) { supervisor_.set_metadata_port(port); }
+  void set_gateway_listener(std::string address, std::uint16_t port) {
+    supervisor_.set_gateway_listener(std::move(address), port);
+  }
   // The instance a pod's address belongs to (the metadata server's caller); control thread.
   std::optional<std::string> instance_at(const asio::ip::address_v4& address) const;
   // On the control thread. Every running instance: id → pid, and what the metadata server tells it about itself.
@@ -176,6 +184,7 @@ class Fleet final : public proxy::InstanceSet, private RevisionEvents {
   std::string default_name_;  // control: the service requests with an unknown Host go to
   bool plain_output_ = false;
   bool request_lines_ = true;
+  RecentRequests recent_;  // the dashboard's list of the last requests
   // Declared after the revisions it points at, so that it (and its threads) ends first.
   InstanceSupervisor supervisor_;
   Tasks builds_running_;

@@ -10,7 +10,13 @@
 namespace sluice::app::gateway {
 
 asio::awaitable<std::variant<proxy::InstanceLease, proxy::InstanceRefusal>> Fleet::acquire(
-    std::string_view host, std::string_view tag, Clock::time_point deadline, net::WaitAbandon* abandon) {
+    std::string_view host, std::string_view tag, bool proxied, Clock::time_point deadline, net::WaitAbandon* abandon) {
+  // An instance's call through http_proxy (supervisor.cpp) to a host that is no service here: not the
+  // default service's business, and not forwarded out (the gateway is no open proxy).
+  if (proxied && !router_.names(host))
+    co_return proxy::InstanceRefusal{
+        502, "'" + host_of(host) + "' is not a service of this gateway: an instance's http_proxy sends plain-http calls "
+             "here to reach services by name (http://<service>/); add the host to no_proxy to call it directly"};
   Revision* s = router_.route(host, tag);
   if (!s) co_return proxy::InstanceRefusal{404, "no service is routed for Host '" + std::string(host) + "'"};
   auto ex = co_await asio::this_coro::executor;
@@ -33,18 +39,39 @@ void Fleet::exchange_ended(const http::request_header<>& req, const proxy::Excha
                            const proxy::InstanceLease* lease, Clock::time_point end) {
   auto* hold = lease ? static_cast<Gate::Hold*>(lease->hold.get()) : nullptr;
   if (hold) hold->ended(r.status);
-  if (!request_lines_) return;
   const double ms = std::chrono::duration<double, std::milli>(end - r.start).count();
-  char took[32];
-  std::snprintf(took, sizeof took, "%.1f ms", ms);
-  // Revision and instance are immutable once the hold exists; nothing here takes a lock. A request that
-  // got no instance (refused, or gone while it waited) names the service its Host is routed to.
+  // Revision and instance are immutable once the hold exists. A request that got no instance (refused,
+  // or gone while it waited) names the service its Host is routed to. The list of recent requests takes
+  // a lock, for a copy.
   const Revision* routed = nullptr;
   if (!hold) {
-    auto host = req[http::field::host];
-    auto tag = req[proxy::kRouteTagHeader];
-    routed = router_.route(std::string_view(host.data(), host.size()), std::string_view(tag.data(), tag.size()));
+    const auto host = req[http::field::host];
+    const auto tag = req[proxy::kRouteTagHeader];
+    const auto target = req.target();
+    const std::string_view h(host.data(), host.size());
+    if (!proxy::absolute_form_target(std::string_view(target.data(), target.size())) || router_.names(h))
+      routed = router_.route(h, std::string_view(tag.data(), tag.size()));
   }
+  {
+    RecentRequests::Entry e;
+    e.at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    e.method = std::string(req.method_string());
+    e.path = std::string(req.target());
+    e.status = r.status;
+    e.duration_ms = ms;
+    if (hold) {
+      e.service = hold->settings().service;
+      e.revision = hold->settings().revision;
+      e.instance = hold->instance_id();
+      e.cold_start = hold->cold();
+    } else if (routed) {
+      e.service = routed->config.name;
+    }
+    recent_.add(std::move(e));
+  }
+  if (!request_lines_) return;
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f ms", ms);
   if (plain_output_) {  // a terminal: one short line a request, as local dev servers print them
     std::string text = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
                        std::to_string(r.status) + " " + took;

@@ -31,6 +31,9 @@ void Fleet::reindex() {
     for (const auto& h : s->config.hosts) t->hosts[ascii_lower(h)] = s->config.name;
     for (const auto& tag : s->tags) t->tag_hosts[ascii_lower(tag + "-" + s->config.name + ".localhost")] = s.get();
   }
+  // A service's bare name routes to it too, unless a service's hosts claim it: what an instance calls
+  // it by through http_proxy (http://web/), as compose's service names resolve.
+  for (const auto& [name, targets] : t->serving) t->hosts.try_emplace(ascii_lower(name), name);
   t->default_service = default_name_;
   t->default_primary = primary(default_name_);
   t->tag_header_routing = config_.features.tag_header_routing != FeatureState::disabled;
@@ -178,8 +181,10 @@ void Fleet::apply(GatewayConfig next) {
   auto g = std::make_shared<GatewayConfig>(std::move(next));
   if (g->listen_address != config_.listen_address || g->port != config_.port ||
       g->admin_address != config_.admin_address || g->admin_port != config_.admin_port ||
-      g->workers != config_.workers || g->sandbox != config_.sandbox || g->throttle_mechanism != config_.throttle_mechanism)
-    log::warn("listen, admin, workers, sandbox and throttle-mechanism take effect at the next start only")
+      g->workers != config_.workers || g->sandbox != config_.sandbox || g->throttle_mechanism != config_.throttle_mechanism ||
+      g->https_port.has_value() != config_.https_port.has_value() ||
+      (g->https_port && *g->https_port != 0 && g->https_port != config_.https_port))
+    log::warn("listen, admin, https, workers, sandbox and throttle-mechanism take effect at the next start only")
         .kv("event", "config.restart_needed");
   std::set<std::string> names;
   for (const auto& sc : g->services) {

@@ -1,18 +1,13 @@
 // The fleet as others see it: GET /.sluice/status (one object per service, its revisions and their
-// instances) and /metrics (Prometheus text through prometheus-cpp, a series per revision); see fleet.h.
+// instances) and /metrics (Prometheus text, a series per revision); see fleet.h.
 // On the control thread, which owns the list of revisions and their phases; each gate is read through its view.
 #include <algorithm>
 #include <cmath>
 #include <map>
 
 #include <boost/json/array.hpp>
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
-
 #include "app/gateway/fleet.h"
+#include "metrics/exposition.h"
 
 namespace sluice::app::gateway {
 
@@ -118,14 +113,17 @@ json::object Fleet::status() const {
       if (r->phase != Phase::serving && r->phase != Phase::validating && rv.instances.empty() && !last_failed) continue;
       json::object ro;
       ro["name"] = r->revision;
-      ro["phase"] = std::string(to_string(r->phase));
+      // A serving revision whose instances cannot start answers nothing but 503s: shown failed, with why.
+      const bool failing = r->phase == Phase::serving && !rv.failed_reason.empty();
+      ro["phase"] = failing ? std::string("failed") : std::string(to_string(r->phase));
       ro["traffic_percent"] = r->percent;
       if (!r->tags.empty()) {
         json::array tags;
         for (const auto& t : r->tags) tags.emplace_back(t);
         ro["tags"] = std::move(tags);
       }
-      if (!r->reason.empty()) ro["reason"] = r->reason;
+      if (failing) ro["reason"] = rv.failed_reason;
+      else if (!r->reason.empty()) ro["reason"] = r->reason;
       ro["in_flight"] = rv.in_flight;
       ro["queued"] = rv.queued;
       ro["requests_total"] = rv.requests_total;
@@ -156,53 +154,39 @@ json::object Fleet::status() const {
 }
 
 std::string Fleet::prometheus() const {
-  prometheus::Registry registry;
-  auto counter = [&](const std::string& name, const std::string& help) -> auto& {
-    return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
-  };
-  auto gauge = [&](const std::string& name, const std::string& help) -> auto& {
-    return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
-  };
-  auto& requests = counter("sluice_requests_total",
-                           "Requests routed to the revision that have ended, by the status code they ended with.");
-  auto& refused = counter("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.");
-  auto& client_gone = counter("sluice_client_gone_requests_total",
-                              "Requests whose client went away before their answer began (499), in the "
-                              "cold-start buffer or at an instance.");
-  auto& in_flight = gauge("sluice_inflight_requests", "Requests at an instance now.");
-  auto& queued = gauge("sluice_queue_depth", "Requests waiting for an instance now.");
-  auto& cold_starts = counter("sluice_cold_starts_total", "Times the service went from no ready instance to one.");
-  auto& crashes = counter("sluice_instance_crashes_total", "Instances that exited without being asked to.");
-  auto& instances = gauge("sluice_instances", "Instances by state.");
-  auto& desired = gauge("sluice_desired_instances", "The KPA's decision.");
+  metrics::TextFamilies out;
   for (const auto& s : services_) {
-    const std::map<std::string, std::string> labels{{"service", s->config.name}, {"revision", s->revision}};
-    auto with_state = [&](const std::string& state) {
+    const metrics::TextFamilies::Labels labels{{"revision", s->revision}, {"service", s->config.name}};
+    auto with = [&](const std::string& name, const std::string& value) {
       auto l = labels;
-      l.emplace("state", state);
+      l.emplace(name, value);
       return l;
     };
-    desired.Add(labels).Set(s->scaler->desired());  // control thread's own
+    out.gauge("sluice_desired_instances", "The KPA's decision.", labels, s->scaler->desired());  // control thread's own
     const auto v = s->gate->view();
-    for (const auto& [status, n] : v.ended_by_status) {
-      auto l = labels;
-      l.emplace("code", std::to_string(status));
-      requests.Add(l).Increment(static_cast<double>(n));
-    }
-    refused.Add(labels).Increment(static_cast<double>(v.refused));
-    client_gone.Add(labels).Increment(static_cast<double>(v.client_gone));
-    in_flight.Add(labels).Set(static_cast<double>(v.in_flight));
-    queued.Add(labels).Set(static_cast<double>(v.queued));
-    cold_starts.Add(labels).Increment(static_cast<double>(v.cold_starts));
-    crashes.Add(labels).Increment(static_cast<double>(s->supervised.crashes));
+    for (const auto& [status, n] : v.ended_by_status)
+      out.counter("sluice_requests_total", "Requests routed to the revision that have ended, by the status code they ended with.",
+                  with("code", std::to_string(status)), static_cast<double>(n));
+    out.counter("sluice_refused_requests_total", "Requests answered 503/504 by the cold-start buffer.", labels,
+                static_cast<double>(v.refused));
+    out.counter("sluice_client_gone_requests_total",
+                "Requests whose client went away before their answer began (499), in the cold-start buffer or at an "
+                "instance.",
+                labels, static_cast<double>(v.client_gone));
+    out.gauge("sluice_inflight_requests", "Requests at an instance now.", labels, static_cast<double>(v.in_flight));
+    out.gauge("sluice_queue_depth", "Requests waiting for an instance now.", labels, static_cast<double>(v.queued));
+    out.counter("sluice_cold_starts_total", "Times the service went from no ready instance to one.", labels,
+                static_cast<double>(v.cold_starts));
+    out.counter("sluice_instance_crashes_total", "Instances that exited without being asked to.", labels,
+                static_cast<double>(s->supervised.crashes));
     std::map<std::string, int> by_state{{"starting", 0}, {"ready", 0}, {"frozen", 0}, {"draining", 0}};
     for (const auto& i : v.instances) {
       if (i.state == InstanceState::stopped) continue;
       ++by_state[i.state == InstanceState::ready && i.frozen ? "frozen" : std::string(gateway::to_string(i.state))];
     }
-    for (const auto& [state, n] : by_state) instances.Add(with_state(state)).Set(n);
+    for (const auto& [state, n] : by_state) out.gauge("sluice_instances", "Instances by state.", with("state", state), n);
   }
-  return prometheus::TextSerializer().Serialize(registry.Collect());
+  return out.text();
 }
 
 }  // namespace sluice::app::gateway

@@ -53,6 +53,12 @@ const Router::Table& Router::current() const {
   return *cached.table;
 }
 
+bool Router::names(std::string_view host) const {
+  const Table& t = current();
+  auto h = host_of(host);
+  return t.hosts.contains(h) || t.tag_hosts.contains(h);
+}
+
 Revision* Router::route(std::string_view host, std::string_view tag, int roll) const {
   const Table& t = current();
   auto h = host_of(host);

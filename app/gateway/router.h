@@ -27,7 +27,7 @@ class Router {
     std::vector<std::string> tags;  // Knative-Serving-Tag values that pick it
   };
   struct Table {
-    std::unordered_map<std::string, std::string> hosts;           // host (lower case) → service
+    std::unordered_map<std::string, std::string> hosts;           // host (lower case) → service; its name too
     std::unordered_map<std::string, Revision*> tag_hosts;         // <tag>-<service>.localhost
     std::unordered_map<std::string, std::vector<Target>> serving;  // service → serving revisions
     std::string default_service;  // where requests with an unknown Host go
@@ -40,6 +40,8 @@ class Router {
   // Any thread: the revision for this request, or nullptr when nothing is routed. `roll` (0..99)
   // picks within a percent split; -1: a per-thread random number.
   Revision* route(std::string_view host, std::string_view tag, int roll = -1) const;
+  // Any thread: whether `host` is a service's (its hosts, its name, a tag's host), not the default's by fallback.
+  bool names(std::string_view host) const;
   // Any thread: the default service's primary revision, for pre-warming on a new connection.
   Revision* default_primary() const;
 

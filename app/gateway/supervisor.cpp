@@ -150,17 +150,12 @@ void InstanceSupervisor::on_runtime_event(const runtime::Event& e) {
 }
 
 void InstanceSupervisor::on_output(const std::string& id, runtime::Stream stream, std::string_view line) {
-  constexpr std::size_t kOutputLinesKept = 5;
   std::string service;
   {
     std::lock_guard lock(registry_mu_);
-    if (auto it = registry_.find(id); it != registry_.end()) {
-      auto& kept = it->second.last_output;
-      kept.emplace_back(line);
-      if (kept.size() > kOutputLinesKept) kept.pop_front();
-      service = it->second.revision->config.name;
-    }
+    if (auto it = registry_.find(id); it != registry_.end()) service = it->second.revision->config.name;
   }
+  logs_.add(service, id, line);
   if (plain_output_) {
     std::string out = id + " \u2502 ";
     out.append(line);
@@ -194,7 +189,7 @@ void InstanceSupervisor::start(Revision& s, bool validation) {
   instances_changed();
   {
     std::lock_guard lock(registry_mu_);
-    registry_[inst->id] = Registered{&s, inst, {}};
+    registry_[inst->id] = Registered{&s, inst};
   }
   log::info("instance starting").kv("event", "instance.starting").kv("service", s.config.name)
       .kv("revision", s.revision).kv("instance", inst->id).kv("port", static_cast<unsigned>(inst->port));
@@ -237,6 +232,7 @@ void InstanceSupervisor::launch(Revision* s, std::shared_ptr<Instance> inst) {
     spec.env.emplace("GCE_METADATA_HOST", where);
     spec.env.emplace("GCE_METADATA_IP", where);
   }
+  proxy_env(address->host, spec.env);
   if (auto ok = runtime_.create(spec); !ok) return failed(ok.error());
   if (auto ok = runtime_.start(spec.id); !ok) return failed(ok.error());
   if (auto hook = pods_.post_start(c, spec.id); !hook.empty()) return failed(hook);
@@ -248,6 +244,33 @@ void InstanceSupervisor::launch(Revision* s, std::shared_ptr<Instance> inst) {
   }
   auto probing = await_ready(s, inst);
   asio::co_spawn(control_, std::move(probing), asio::detached);
+}
+
+// Other services by name, with the app's own HTTP client: its plain-http calls go through the gateway as
+// their forward proxy (http_proxy, which curl, Python, Go, Ruby and Node with NODE_USE_ENV_PROXY read), so
+// `http://web/` reaches service web wherever its instances are; loopback names go direct (no_proxy, with
+// the gateway's own list after). HTTPS calls are not touched. A service that sets http_proxy keeps its
+// own (in its env or its image's). An instance in a pod reaches the gateway at its link's host end only when the gateway listens on
+// every address.
+void InstanceSupervisor::proxy_env(const std::string& host_seen_from_instance,
+                                   std::map<std::string, std::string>& env) const {
+  if (gateway_port_ == 0 || env.contains("http_proxy") || env.contains("HTTP_PROXY")) return;
+  std::string where;
+  if (gateway_address_ == "0.0.0.0" || gateway_address_ == "::") where = host_seen_from_instance;
+  else if (!pods_.enabled()) where = gateway_address_;
+  else return;
+  if (where.find(':') != std::string::npos) where = "[" + where + "]";
+  const auto url = "http://" + where + ":" + std::to_string(gateway_port_);
+  std::string bypass = "localhost,127.0.0.1,::1";
+  for (const char* name : {"no_proxy", "NO_PROXY"})
+    if (const char* own = std::getenv(name); own && *own) {
+      bypass += ",";
+      bypass += own;
+      break;
+    }
+  for (const char* name : {"http_proxy", "HTTP_PROXY"}) env.emplace(name, url);
+  for (const char* name : {"no_proxy", "NO_PROXY"}) env.try_emplace(name, bypass);
+  env.try_emplace("NODE_USE_ENV_PROXY", "1");
 }
 
 // On the spawner thread: the service's image (unpacked on its first use) as the instance's rootfs, with
@@ -409,6 +432,7 @@ void InstanceSupervisor::end(Revision& s, const std::shared_ptr<Instance>& inst)
       std::lock_guard lock(registry_mu_);
       if (auto it = registry_.find(inst->id); it != registry_.end() && it->second.instance == inst) registry_.erase(it);
     }
+    logs_.ended(inst->id);
     auto line = log::info("instance stopped");
     line.kv("event", "instance.stopped").kv("service", sp->config.name).kv("instance", inst->id);
     if (st) line.kv("status", exit_description(*st));
@@ -449,11 +473,8 @@ void InstanceSupervisor::freeze_if_idle(Revision& s, const std::shared_ptr<Insta
 void InstanceSupervisor::handle_exit(const runtime::InstanceStatus& st) {
   auto [s, inst] = find(st.id);
   if (!inst) return;
-  std::deque<std::string> last_output;
-  {
-    std::lock_guard lock(registry_mu_);
-    if (auto it = registry_.find(st.id); it != registry_.end()) last_output = it->second.last_output;
-  }
+  constexpr std::size_t kOutputLinesTold = 5;
+  const auto last_output = logs_.last(st.id, kOutputLinesTold);
   std::string what = exit_description(st);
   if (!last_output.empty()) what += "; last output: " + joined(last_output);
   const auto state = s->gate->state(*inst);

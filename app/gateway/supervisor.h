@@ -22,6 +22,7 @@
 
 #include "app/gateway/config.h"
 #include "app/gateway/pods.h"
+#include "app/gateway/recent.h"
 #include "app/gateway/revision.h"
 #include "runtime/image_store.h"
 #include "runtime/runtime_service.h"
@@ -88,7 +89,13 @@ class InstanceSupervisor {
   // metadata server's port, for instances' GCE_METADATA_HOST; a call (on the control thread, coalesced)
   // after an instance starts, becomes ready, drains or is gone.
   void set_plain_output(bool on) { plain_output_ = on; }
+  const InstanceLogs& logs() const { return logs_; }
   void set_metadata_port(std::uint16_t port) { metadata_port_ = port; }
+  // Before start(): where the gateway listens, for instances' http_proxy (services called by name).
+  void set_gateway_listener(std::string address, std::uint16_t port) {
+    gateway_address_ = std::move(address);
+    gateway_port_ = port;
+  }
   void on_instances_changed(std::function<void()> f) { instances_changed_ = std::move(f); }
   bool sandboxed() const { return pods_.enabled(); }
   runtime::ThrottleKind throttle_kind() const { return runtime_.throttle().kind; }
@@ -103,6 +110,8 @@ class InstanceSupervisor {
   void want(Revision& s);
   void launch(Revision* s, std::shared_ptr<Instance> inst);  // spawner thread
   bool image_spec(const Revision* s, runtime::InstanceSpec& spec, std::string& error);  // spawner thread
+  // http_proxy and no_proxy for an instance that sees the host at `host_seen_from_instance`.
+  void proxy_env(const std::string& host_seen_from_instance, std::map<std::string, std::string>& env) const;
   asio::awaitable<void> await_ready(Revision* s, std::shared_ptr<Instance> inst);
   void became_ready(Revision& s, const std::shared_ptr<Instance>& inst);
   void start_failed(Revision& s, const std::shared_ptr<Instance>& inst, const std::string& reason);
@@ -135,13 +144,15 @@ class InstanceSupervisor {
   struct Registered {
     Revision* revision;
     std::shared_ptr<Instance> instance;
-    std::deque<std::string> last_output;
   };
+  InstanceLogs logs_;  // every instance's last output lines, the dashboard's and a crash report's
   mutable std::mutex registry_mu_;
   std::unordered_map<std::string, Registered> registry_;
   std::atomic<bool> stopping_{false};
   bool plain_output_ = false;
   std::uint16_t metadata_port_ = 0;
+  std::string gateway_address_;
+  std::uint16_t gateway_port_ = 0;
   std::function<void()> instances_changed_;
   std::atomic<bool> change_posted_{false};
   Tasks tasks_;

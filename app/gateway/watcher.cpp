@@ -69,14 +69,20 @@ void Watcher::add_tree(const fs::path& dir, int depth) {
     if (e.is_directory(ec) && !e.is_symlink(ec) && !skipped(e.path().filename().string())) add_tree(e.path(), depth + 1);
 }
 
-void Watcher::watch(const std::vector<ServiceConfig>& services) {
+void Watcher::watch(const std::vector<ServiceConfig>& services, const std::vector<std::string>& inputs) {
   if (fd_ < 0) return;
   globs_.clear();
+  inputs_.clear();
   for (const auto& [wd, dir] : dirs_) ::inotify_rm_watch(fd_, wd);
   dirs_.clear();
   if (!config_file_.empty()) {
     int wd = ::inotify_add_watch(fd_, base_.c_str(), kEvents | IN_ONLYDIR);
     if (wd >= 0) dirs_[wd] = base_;
+  }
+  for (const auto& input : inputs) {
+    const auto path = fs::absolute(input).lexically_normal();
+    inputs_.insert(path);
+    add_tree(path.parent_path(), kMaxDepth);  // that directory alone
   }
   for (const auto& s : services) {
     if (s.watch.empty()) continue;
@@ -119,7 +125,8 @@ void Watcher::read() {
 }
 
 void Watcher::event(const fs::path& path, bool is_dir_created) {
-  if (!config_file_.empty() && path.lexically_normal() == fs::absolute(config_file_).lexically_normal()) {
+  if ((!config_file_.empty() && path.lexically_normal() == fs::absolute(config_file_).lexically_normal()) ||
+      inputs_.contains(path.lexically_normal())) {
     config_pending_ = true;
     arm();
     return;

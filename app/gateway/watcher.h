@@ -1,5 +1,5 @@
 // Watching files for the dev loop (inotify): the config file itself (sluice.yaml or a Procfile; editors
-// replace files, so its directory is watched and the name filtered) and each service's `watch:` globs,
+// replace files, so its directory is watched and the name filtered) and the environment files it reads and each service's `watch:` globs,
 // relative to the config file's directory. A burst of changes is one change: each kind is reported once
 // the files have been quiet for the debounce period.
 #pragma once
@@ -30,8 +30,9 @@ class Watcher {
   Watcher(boost::asio::io_context& control, std::string config_file, Millis debounce, ConfigChanged on_config,
           FilesChanged on_files);
   ~Watcher();
-  // (Re)computes what to watch from the services' `watch:` globs.
-  void watch(const std::vector<ServiceConfig>& services);
+  // (Re)computes what to watch from the services' `watch:` globs and the config's other input files
+  // (GatewayConfig::inputs: environment files), whose changes are config changes.
+  void watch(const std::vector<ServiceConfig>& services, const std::vector<std::string>& inputs = {});
   void start();
   void stop();
 
@@ -56,6 +57,7 @@ class Watcher {
   boost::asio::steady_timer timer_;
   std::map<int, std::filesystem::path> dirs_;              // watch descriptor → directory
   std::map<std::string, std::vector<std::string>> globs_;  // service → its globs
+  std::set<std::filesystem::path> inputs_;                 // read with the config file (normalized)
   bool config_pending_ = false;
   // service → a changed file, and when the last change was seen
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> files_pending_;

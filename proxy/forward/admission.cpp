@@ -105,8 +105,10 @@ asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& wor
   if (!instances) co_return std::nullopt;
   auto host = req[http::field::host];
   auto tag = req[kRouteTagHeader];
+  const auto target = req.target();
   auto pending = instances->acquire(std::string_view(host.data(), host.size()),
-                                    std::string_view(tag.data(), tag.size()), deadline,
+                                    std::string_view(tag.data(), tag.size()),
+                                    absolute_form_target(std::string_view(target.data(), target.size())), deadline,
                                     &abandon);  // named: no temporary inside co_await (STYLE.md)
   auto got = co_await std::move(pending);
   if (auto* refusal = std::get_if<InstanceRefusal>(&got))

@@ -36,9 +36,12 @@ class InstanceSet {
 
   // On the calling worker's executor: an instance for a request with this Host (and Knative-Serving-Tag,
   // empty when absent), waiting (cold start, every instance busy) until `deadline` at the latest, or until
-  // `abandon` is abandoned (the client went away: a refusal with status 499).
+  // `abandon` is abandoned (the client went away: a refusal with status 499). `proxied`: the request's
+  // target was absolute-form, so its client took this hop for a forward proxy (http_proxy) and the host
+  // is a name it means, not whatever address it reached this listener by.
   virtual asio::awaitable<std::variant<InstanceLease, InstanceRefusal>> acquire(std::string_view host,
                                                                               std::string_view tag,
+                                                                              bool proxied,
                                                                               Clock::time_point deadline,
                                                                               net::WaitAbandon* abandon) = 0;
 

@@ -126,6 +126,20 @@ ForwardedRequest::ForwardedRequest(const http::request_header<>& req, const Requ
     : req_(req), rw_(rw), record_(record) {
   method = req.method_string();
   target = req.target();
+  if (absolute_form_target(target)) {
+    if (const auto scheme = target.find("://"); scheme != std::string_view::npos) {
+      const auto rest = target.find_first_of("/?", scheme + 3);
+      authority_ = target.substr(scheme + 3, rest == std::string_view::npos ? std::string_view::npos : rest - scheme - 3);
+      if (const auto at = authority_.rfind('@'); at != std::string_view::npos) authority_.remove_prefix(at + 1);
+      if (rest != std::string_view::npos && target[rest] == '/') {
+        target = target.substr(rest);
+      } else {
+        origin_ = "/";
+        if (rest != std::string_view::npos) origin_ += target.substr(rest);
+        target = origin_;
+      }
+    }
+  }
   body = body_info;
   if (upgrading) upgrade = field_value(req, http::field::upgrade);
 }
@@ -133,6 +147,7 @@ ForwardedRequest::ForwardedRequest(const http::request_header<>& req, const Requ
 void ForwardedRequest::fields(FieldSink& out) const {
   record_.trace_id.clear();
   rewrite_request_fields(req_, rw_, record_.request_id, record_.trace_id, out);
+  if (!authority_.empty() && req_.find(http::field::host) == req_.end()) out.field("Host", authority_);
 }
 
 }  // namespace sluice::proxy

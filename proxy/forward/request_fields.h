@@ -39,16 +39,23 @@ void rewrite_request_fields(const http::request_header<>& req, const RequestRewr
 void remove_hop_fields(http::response_header<>& res, bool upgrading);
 
 // A client's request as the forwarder sends it on.
+// An absolute-form target (a client that took this hop for a forward proxy, as an HTTP client with
+// http_proxy set does) goes on in origin-form, which an origin server expects (RFC 9112 §3.2.1; nginx and
+// Go's ReverseProxy send it so), with its authority as Host when the request had none (HTTP/1.0).
 class ForwardedRequest final : public UpstreamRequest {
  public:
   ForwardedRequest(const http::request_header<>& req, const RequestRewrite& rw, BodyInfo body_info,
                    ExchangeRecord& record, bool upgrading);
+  ForwardedRequest(const ForwardedRequest&) = delete;  // `target` may view `origin_`
+  ForwardedRequest& operator=(const ForwardedRequest&) = delete;
   void fields(FieldSink& out) const override;
 
  private:
   const http::request_header<>& req_;
   RequestRewrite rw_;
   ExchangeRecord& record_;
+  std::string_view authority_;  // of an absolute-form target
+  std::string origin_;          // its origin-form, when that is not a part of it ("http://h?q" → "/?q")
 };
 
 }  // namespace sluice::proxy

@@ -49,7 +49,7 @@ struct Harness {
   // A request for the default service; its outcome lands in the returned slot.
   std::shared_ptr<std::optional<Result>> request(net::WaitAbandon* abandon = nullptr) {
     auto slot = std::make_shared<std::optional<Result>>();
-    asio::co_spawn(io, fleet->acquire("app", "", clock.now() + 60s, abandon),
+    asio::co_spawn(io, fleet->acquire("app", "", false, clock.now() + 60s, abandon),
                    [slot](std::exception_ptr e, Result r) {
                      if (!e) *slot = std::move(r);
                    });
