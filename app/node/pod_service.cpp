@@ -302,14 +302,15 @@ class PodService {
         watched.pop_back();  // refused: this agent serves the pod on
         continue;
       }
+      // end() kills the proxy as it signals: its exit (1) may be seen first, and is then end()'s doing.
+      if ((ready == 1 || ready == 2) && ended_) {
+        log::info("pod's volume unpublished: its proxy ends").kv("pod", pod_);
+        ::kill(pid_, SIGKILL);  // end() may have come before the proxy started
+        reap();
+        node::send_message(conn_, "stopped the pod's volume was unpublished\n");
+        return;
+      }
       if (ready == 2) {
-        if (ended_) {
-          log::info("pod's volume unpublished: its proxy ends").kv("pod", pod_);
-          ::kill(pid_, SIGKILL);  // end() may have come before the proxy started
-          reap();
-          node::send_message(conn_, "stopped the pod's volume was unpublished\n");
-          return;
-        }
         // The agent is stopping and the proxy draining: its ports must close when its listeners do.
         close_all(listeners_);
         watched.resize(2);
