@@ -27,6 +27,8 @@ PEERS="nginx haproxy h2o"  # the proxies sluice is compared with ("best peer" = 
 BUILD=0
 PIN=1
 COPIES=0
+CONNECTIONS=0
+MAX_CONN=4096  # each proxy's connection limit (nginx worker_connections, haproxy maxconn, ...)
 BASE_DIR=
 BACKENDS="demo static"
 
@@ -49,6 +51,7 @@ usage() {
 usage: bench/peers.sh [--rounds N] [--duration S] [--warmup S] [--idle S] [--base-port P]
                       [--targets "$TARGETS"] [--scenarios "..."] [--bin-dir DIR]
                       [--backends "demo static"] [--no-sluice] [--no-pin] [--build] [--copies N]
+                      [--connections N]
   --rounds N       runs per target and scenario, alternating targets; medians reported (default $ROUNDS)
   --duration S     seconds per run, e.g. 10 or 10s (default $DURATION)
   --warmup S       unmeasured run per target before each scenario's rounds (default $WARMUP; 0 = none)
@@ -66,6 +69,10 @@ usage: bench/peers.sh [--rounds N] [--duration S] [--warmup S] [--idle S] [--bas
   --build          run 'cmake --preset release && cmake --build --preset release' first
   --copies N       instead of timing: count user-space copies of body bytes in each proxy (perf uprobes
                    on libc's memmove/memcpy) over N requests of 1 MiB per protocol and direction (root)
+  --connections N  instead of timing: per protocol (HTTP/1.1, h2c, TLS HTTP/1.1, TLS h2), each proxy freshly
+                   started, N idle client connections (bench/hold.py: one request each, then idle): RSS per
+                   connection, the p99 of requests on other connections meanwhile (--duration), and RSS
+                   10 s after they closed (bench/connections.sh)
 Scenarios:$(sed 's/^/  /' <<<"$SCENARIO_TABLE")
 EOF
 }
@@ -94,6 +101,7 @@ while [[ $# -gt 0 ]]; do
     --no-pin) PIN=0; shift ;;
     --build) BUILD=1; shift ;;
     --copies) COPIES=$2; shift 2 ;;
+    --connections) CONNECTIONS=$2; shift 2 ;;
     --backends) BACKENDS=${2//,/ }; shift 2 ;;
     --out) OUT=$2; shift 2 ;;  # a backend's own run, started by the run over several (below)
     -h|--help) usage; exit 0 ;;
@@ -113,6 +121,17 @@ for t in $TARGETS; do
   [[ " direct nginx haproxy h2o sluice " == *" $t "* ]] || die "--targets: unknown target '$t'"
 done
 ((COPIES)) && [[ $BACKENDS == *" "* ]] && BACKENDS=demo  # copies are counted in the proxies: one backend
+[[ $CONNECTIONS =~ ^[0-9]+$ ]] || die "--connections: '$CONNECTIONS' is not a number"
+if ((CONNECTIONS)); then
+  # Connections are held in the proxies: one backend, the direct path has none, and each proxy may take N
+  # of them (and this shell's children as many descriptors as the machine allows).
+  [[ $BACKENDS == *" "* ]] && BACKENDS=static
+  TARGETS=${TARGETS//direct/}
+  [[ " ${ARGS[*]} " == *" --scenarios "* ]] || SCENARIOS="h1-c50 h2c h1-tls h2-tls"  # the protocols measured
+  MAX_CONN=$((CONNECTIONS + 1024))
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  (($(ulimit -n) > MAX_CONN)) || die "--connections $CONNECTIONS: ulimit -n is $(ulimit -n); each proxy needs $MAX_CONN"
+fi
 BACKENDS=$(xargs <<<"$BACKENDS")
 [[ -n $BACKENDS ]] || die "--backends: none given"
 for b in $BACKENDS; do [[ $b == demo || $b == static ]] || die "--backends: unknown backend '$b'"; done
@@ -255,7 +274,8 @@ render() { # render TEMPLATE TARGET MODE: the peer's config on stdout; MODE plai
   (($(id -u) == 0)) || drop+=(-e '/# root-only/d')
   sed "${drop[@]}" -e "s|@OUT@|$OUT/$2|g" -e "s|@BACKEND_PORT@|$BASE_PORT|g" -e "s|@H1_PORT@|${PORT[$2,h1]:-}|g" \
     -e "s|@H2C_PORT@|${PORT[$2,h2c]:-}|g" -e "s|@TLS_PORT@|${PORT[$2,tls]:-}|g" -e "s|@CERT@|$OUT/tls/cert.pem|g" \
-    -e "s|@KEY@|$OUT/tls/key.pem|g" -e "s|@PEM@|$OUT/tls/haproxy.pem|g" -e "s|@USER@|$(id -un)|g" "$BENCH/$1"
+    -e "s|@KEY@|$OUT/tls/key.pem|g" -e "s|@PEM@|$OUT/tls/haproxy.pem|g" -e "s|@USER@|$(id -un)|g" \
+    -e "s|@MAX_CONN@|$MAX_CONN|g" "$BENCH/$1"
 }
 
 # The backend, on the load generator's core: the demo app, or nginx answering by itself (bench/static-backend.conf.in).
@@ -293,12 +313,12 @@ start_proxy() { # start_proxy TARGET plain|tls: writes its config, starts it pin
         USER_PORT="$BASE_PORT" SLUICE_UPSTREAM_PROTOCOL=http1 REVISION_TIMEOUT_SECONDS=300 \
         SERVING_NAMESPACE=bench SERVING_CONFIGURATION=demo SERVING_REVISION=demo-00001 SERVING_POD=demo-pod \
         SERVING_POD_IP=127.0.0.1 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=warn SLUICE_ADMIN_PORT=0 \
-        SLUICE_METRICS_PORT=0 SLUICE_USER_METRICS_PORT=0 "$bin" sidecar --workers 1 ;;
+        SLUICE_METRICS_PORT=0 SLUICE_USER_METRICS_PORT=0 SLUICE_MAX_CONNECTIONS="$MAX_CONN" "$bin" sidecar --workers 1 ;;
   esac
   "${PIN_PROXY[@]}" "$@" >>"$dir/stdout.log" 2>&1 &
   PID_OF[$t]=$!
   PIDS+=("$!")
-  local ports=("${PORT[$t,h1]}" "${PORT[$t,h2c]}")
+  local p ports=("${PORT[$t,h1]}" "${PORT[$t,h2c]}")
   [[ $mode == tls ]] && ports+=("${PORT[$t,tls]}")
   for p in "${ports[@]}"; do
     wait_port "$p" "${PID_OF[$t]}" || die "$t did not listen on $p (see $dir)"
@@ -513,6 +533,119 @@ if ((COPIES)); then
   done
   cat "$OUT/header.txt" "$OUT/copies.txt" >"$OUT/results.txt"
   cat "$OUT/copies.txt"
+  exit 0
+fi
+
+# --- idle connections (--connections N) ---------------------------------------------------------------
+# Per protocol and proxy, on a fresh start: the scenario of that protocol for --duration s (its p99 is the
+# one without the N), 2 s of rest, RSS; bench/hold.py opens N connections, each with one request answered, and holds them idle;
+# 2 s later RSS again: (after - before) / N is what one idle connection costs. The same scenario's load
+# then runs again on its own connections, whose p99 is set against the first run's.
+# Then the N close, and RSS 10 s later is set against the RSS before they opened.
+declare -A CONN_PROTOCOL=([h1-c50]=h1 [h1-c256]=h1 [h2c]=h2c [h1-tls]=tls-h1 [h2-tls]=tls-h2)
+hold_ready() { # hold_ready FILE: the holder said "ready"
+  grep -q '^ready ' "$1" 2>/dev/null
+}
+if ((CONNECTIONS)); then
+  echo "# $CONNECTIONS idle connections per proxy and protocol; ulimit -n $(ulimit -n)"
+  : >"$OUT/connections.tsv"
+  for s in $SCENARIOS; do
+    proto=${CONN_PROTOCOL[$s]:-}
+    [[ -n $proto ]] || die "--connections: scenario $s has no protocol to hold (h1-c50, h2c, h1-tls, h2-tls)"
+    for t in $PROXIES; do
+      supported "$t" "$s" || continue
+      stop_proxy "$t"
+      start_proxy "$t" tls
+      pid=${PID_OF[$t]}
+      report=$OUT/load/conn-$t-$proto
+      run_load "$t" "$s" "$DURATION" "$report-before.txt"
+      read -r _ _ p99_before _ _ < <(parse_load "$s" "$report-before.txt")
+      sleep 2
+      rss0=$(rss_kib "$pid")
+      port=$(url "$t" "$s"); port=${port#*127.0.0.1:}; port=${port%%/*}
+      rm -f "$OUT/hold.fifo"; mkfifo "$OUT/hold.fifo"
+      /usr/bin/python3 "$BENCH/hold.py" 127.0.0.1 "$port" "$proto" "$CONNECTIONS" <"$OUT/hold.fifo" >"$OUT/hold.txt" 2>&1 &
+      holder=$!
+      exec 7>"$OUT/hold.fifo"  # the holder's stdin: a line on it closes the connections
+      for _ in $(seq 3000); do hold_ready "$OUT/hold.txt" && break; kill -0 "$holder" 2>/dev/null || break; sleep 0.1; done
+      hold_ready "$OUT/hold.txt" || die "bench/hold.py against $t ($proto): $(cat "$OUT/hold.txt")"
+      held=$(awk '/^ready / { print $2 }' "$OUT/hold.txt")
+      ((held * 100 >= CONNECTIONS * 99)) || die "$t ($proto) held $held of $CONNECTIONS: $(cat "$OUT/hold.txt")"
+      sleep 2
+      rss1=$(rss_kib "$pid")
+      run_load "$t" "$s" "$DURATION" "$report-open.txt"
+      read -r _ _ p99_open _ errors < <(parse_load "$s" "$report-open.txt")
+      echo close >&7
+      exec 7>&-
+      wait "$holder" || true
+      sleep 10
+      rss2=$(rss_kib "$pid")
+      alive_or_die "$t"
+      per=$(awk -v a="$rss0" -v b="$rss1" -v n="$held" 'BEGIN { printf "%.1f", (b - a) / n }')
+      echo "$t $proto $held $rss0 $rss1 $rss2 $per $p99_before $p99_open $errors" >>"$OUT/connections.tsv"
+      printf '  %-7s %-8s %6s held  %7s KiB before  %7s KiB open  %7s KiB 10 s after  %6s KiB/conn  p99 %s -> %s us  %s\n' \
+        "$proto" "$t" "$held" "$rss0" "$rss1" "$rss2" "$per" "$p99_before" "$p99_open" "$(grep '^failed' "$OUT/hold.txt" || true)"
+    done
+  done
+  # WebSocket through `sluice gateway` (the demo app's /ws echo as its one service): each idle socket is
+  # a client connection and a tunnel to the instance. The gateway's RSS only (the instance is the app).
+  if has_target sluice; then
+    gw_port=$((BASE_PORT + 60))
+    "${PIN_PROXY[@]}" "$SLUICE_BIN" gateway --listen "127.0.0.1:$gw_port" --admin 127.0.0.1:0 --workers 1 \
+      --status none --request-lines off --no-throttle -- "$DEMO_BIN" >"$OUT/gateway.log" 2>&1 &
+    gw=$!
+    PIDS+=("$gw")
+    wait_port "$gw_port" "$gw" || die "sluice gateway did not listen on $gw_port (see $OUT/gateway.log)"
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$gw_port/" && break; sleep 0.1; done
+    sleep 2
+    rss0=$(rss_kib "$gw")
+    rm -f "$OUT/hold.fifo"; mkfifo "$OUT/hold.fifo"
+    /usr/bin/python3 "$BENCH/hold.py" 127.0.0.1 "$gw_port" ws "$CONNECTIONS" /ws <"$OUT/hold.fifo" >"$OUT/hold.txt" 2>&1 &
+    holder=$!
+    exec 7>"$OUT/hold.fifo"
+    for _ in $(seq 3000); do hold_ready "$OUT/hold.txt" && break; kill -0 "$holder" 2>/dev/null || break; sleep 0.1; done
+    hold_ready "$OUT/hold.txt" || die "bench/hold.py against sluice gateway (ws): $(cat "$OUT/hold.txt")"
+    held=$(awk '/^ready / { print $2 }' "$OUT/hold.txt")
+    sleep 2
+    rss1=$(rss_kib "$gw")
+    echo close >&7
+    exec 7>&-
+    wait "$holder" || true
+    sleep 10
+    rss2=$(rss_kib "$gw")
+    per=$(awk -v a="$rss0" -v b="$rss1" -v n="$held" 'BEGIN { printf "%.1f", (b - a) / n }')
+    echo "sluice-gw ws $held $rss0 $rss1 $rss2 $per - - 0" >>"$OUT/connections.tsv"
+    printf '  %-7s %-8s %6s held  %7s KiB before  %7s KiB open  %7s KiB 10 s after  %6s KiB/conn\n' \
+      ws sluice-gw "$held" "$rss0" "$rss1" "$rss2" "$per"
+    kill -TERM "$gw" 2>/dev/null; wait "$gw" 2>/dev/null || true
+  fi
+  {
+    cat "$OUT/header.txt"
+    echo
+    echo "idle connections: $CONNECTIONS per proxy and protocol (bench/hold.py); KiB per connection = RSS growth / held;"
+    echo "after = RSS 10 s after they closed / RSS before they opened; p99 of other requests, µs: without -> with them open"
+    awk -v peers="$PEERS" '
+      { key = $2 SUBSEP $1; per[key] = $7; after[key] = $6 / $4; p0[key] = $8; p1[key] = $9; held[key] = $3
+        if (!($2 in seenp)) { seenp[$2] = 1; protos[++np] = $2 }
+        if (!($1 in seent)) { seent[$1] = 1; targets[++nt] = $1 } }
+      END {
+        printf "%-8s", "proxy"
+        for (i = 1; i <= np; i++) printf "  %-28s", protos[i] " KiB/conn after p99"
+        printf "\n"
+        for (j = 1; j <= nt; j++) {
+          t = targets[j]; printf "%-8s", t
+          for (i = 1; i <= np; i++) { k = protos[i] SUBSEP t
+            if (k in per) printf "  %8s %5.2f %6s>%-6s", per[k], after[k], p0[k], p1[k]; else printf "  %-28s", "-" }
+          printf "\n"
+        }
+        split(peers, ps, " ")
+        printf "sluice / best peer, KiB per idle connection:"
+        for (i = 1; i <= np; i++) { best = ""; k = protos[i] SUBSEP "sluice"
+          for (q in ps) { kk = protos[i] SUBSEP ps[q]; if ((kk in per) && (best == "" || per[kk] < best)) { best = per[kk]; who = ps[q] } }
+          if ((k in per) && best > 0) printf "  %s %.2f (%s)", protos[i], per[k] / best, who }
+        printf "\n"
+      }' "$OUT/connections.tsv"
+  } | tee "$OUT/results.txt"
   exit 0
 fi
 

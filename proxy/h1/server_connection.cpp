@@ -48,6 +48,7 @@ Connection::Connection(WorkerContext& worker, Downstream socket, std::string_vie
       watch_done_(down_.get_executor()) {
   error_code ec;
   down_.set_option(tcp::no_delay(true), ec);
+  if (!down_.is_tls()) down_.socket().non_blocking(true, ec);  // watch_readable's read must not block
   if (!initial_bytes.empty())
     down_buffer_.commit(asio::buffer_copy(down_buffer_.prepare(initial_bytes.size()), asio::buffer(initial_bytes)));
   record.peer = peer_.peer;
@@ -242,15 +243,34 @@ void Connection::watch_client() {
   if (watching_ || down_buffer_.size() > 0 || no_watch_) return;
   watching_ = true;
   watch_result_ = {};
+  if (!down_.is_tls()) return watch_readable();
   auto space = down_buffer_.prepare(beast::read_size_or_throw(down_buffer_, 65536));
-  down_.async_read_some(space, [this](error_code ec, std::size_t n) {
-    watching_ = false;
-    watch_result_ = ec;
-    if (!ec) down_buffer_.commit(n);
-    watch_done_.notify();
-    // Not a deadline's or the codec's own cancel: the client closed or reset its connection.
-    if (ec && ec != asio::error::operation_aborted && watcher) watcher->client_gone();
+  down_.async_read_some(space, [this](error_code ec, std::size_t n) { watched(ec, n); });
+}
+
+// A cleartext connection waits for its next bytes holding no buffer (as nginx's keep-alive connections
+// do): the watch outlives the response, and most connections spend their lives in it. The bytes are read
+// once the socket has them, into a buffer taken then. (OpenSSL may hold decrypted bytes the socket no
+// longer shows, so a TLS connection reads instead.)
+void Connection::watch_readable() {
+  down_buffer_.shrink_to_fit();  // empty: gives the memory back
+  down_.socket().async_wait(tcp::socket::wait_read, [this](error_code ec) {
+    std::size_t n = 0;
+    if (!ec) {
+      n = down_.socket().read_some(down_buffer_.prepare(kWatchReadBytes), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return watch_readable();  // nothing after all
+    }
+    watched(ec, n);
   });
+}
+
+void Connection::watched(error_code ec, std::size_t n) {
+  watching_ = false;
+  watch_result_ = ec;
+  if (!ec) down_buffer_.commit(n);
+  watch_done_.notify();
+  // Not a deadline's or the codec's own cancel: the client closed or reset its connection.
+  if (ec && ec != asio::error::operation_aborted && watcher) watcher->client_gone();
 }
 
 asio::awaitable<error_code> Connection::end_watch() {

@@ -68,6 +68,9 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   // After the request body: a read that tells when the client goes away mid-exchange, and that becomes
   // the first read of the next request when it brings bytes instead.
   void watch_client();
+  void watch_readable();
+  void watched(error_code ec, std::size_t n);
+  static constexpr std::size_t kWatchReadBytes = 4096;
   asio::awaitable<error_code> end_watch();
   friend asio::awaitable<void> serve(WorkerContext&, Downstream&, const std::string&);
 
