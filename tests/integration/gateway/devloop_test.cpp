@@ -1,7 +1,7 @@
 // The gateway's dev loop end to end: revisions on a config edit, a watched-file edit and a build, with
 // a load loop running through each roll-over (0 failed requests); a bad edit and a failing revision
 // keep the serving one; SIGHUP; --check's list of errors; Retry-After; per-service request timeouts;
-// the JSON stream; the binary's usage; Ctrl-C on scripts/dev.sh run; /tmp/sluice-<pid> cleanup.
+// the JSON stream; the binary's usage; Ctrl-C on scripts/dev.sh run, and what it installs; /tmp/sluice-<pid> cleanup.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -354,6 +354,30 @@ TEST(GatewayDevLoop, CtrlCOnDevShRunDrainsAndExitsZero) {
   EXPECT_EQ(out.find("killing every instance"), std::string::npos) << out;
   EXPECT_NE(out.find("\"message\":\"stopped\""), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir)) << dir;
+}
+
+// `scripts/dev.sh run` installs what building and running need (the build's packages and curl), not the
+// test toolchain. apt-get and dpkg-query are stubs on PATH, so that the machine's packages are never
+// touched: every package is reported missing, and apt-get writes down what it is asked to install.
+TEST(GatewayDevLoop, DevShRunInstallsOnlyWhatBuildingAndRunningNeed) {
+  SLUICE_NEED("root");  // the script runs apt-get itself as root, through sudo otherwise
+  TempDir stubs;
+  const auto asked = stubs.path("asked");
+  stubs.write("dpkg-query", "#!/bin/sh\nexit 1\n");
+  stubs.write("apt-get", "#!/bin/sh\n[ \"$1\" = install ] && echo \" $* \" >> '" + asked + "'\nexit 0\n");
+  for (const char* tool : {"dpkg-query", "apt-get"})
+    fs::permissions(stubs.path(tool), fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  auto r = run_command({"env", "PATH=" + stubs.path() + ":" + std::getenv("PATH"), "bash", SOURCE_DIR "/scripts/dev.sh",
+                        "deps", "run"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::ifstream in(asked);
+  const std::string installed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* needed : {"g++", "cmake", "ninja-build", "libboost1.81-dev", "libssl-dev", "libnghttp2-dev",
+                             "libyaml-cpp-dev", "libprotobuf-dev", "curl"})
+    EXPECT_NE(installed.find(std::string(" ") + needed + " "), std::string::npos) << needed << " in:" << installed;
+  for (const char* test_only : {"chromium", "clang", "libgtest-dev", "nginx-light", "wrk", "nghttp2-client", "tmux",
+                                "python3-grpcio", "libgrpc++-dev", "podman", "runc"})
+    EXPECT_EQ(installed.find(std::string(" ") + test_only + " "), std::string::npos) << test_only << " in:" << installed;
 }
 
 }  // namespace
