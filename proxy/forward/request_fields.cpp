@@ -127,17 +127,15 @@ ForwardedRequest::ForwardedRequest(const http::request_header<>& req, const Requ
   method = req.method_string();
   target = req.target();
   if (absolute_form_target(target)) {
-    if (const auto scheme = target.find("://"); scheme != std::string_view::npos) {
-      const auto rest = target.find_first_of("/?", scheme + 3);
-      authority_ = target.substr(scheme + 3, rest == std::string_view::npos ? std::string_view::npos : rest - scheme - 3);
-      if (const auto at = authority_.rfind('@'); at != std::string_view::npos) authority_.remove_prefix(at + 1);
-      if (rest != std::string_view::npos && target[rest] == '/') {
-        target = target.substr(rest);
-      } else {
-        origin_ = "/";
-        if (rest != std::string_view::npos) origin_ += target.substr(rest);
-        target = origin_;
-      }
+    const auto start = target.find("://") + 3, rest = target.find_first_of("/?", start);
+    authority_ = target.substr(start, rest == std::string_view::npos ? std::string_view::npos : rest - start);
+    if (const auto at = authority_.rfind('@'); at != std::string_view::npos) authority_.remove_prefix(at + 1);
+    if (rest != std::string_view::npos && target[rest] == '/') {
+      target = target.substr(rest);
+    } else {
+      origin_ = "/";
+      if (rest != std::string_view::npos) origin_ += target.substr(rest);
+      target = origin_;
     }
   }
   body = body_info;

@@ -203,6 +203,26 @@ TEST_F(StrictRequests, MalformedRequestLinesAreRejectedWithTheStatusTheRfcNames)
   for (const auto& c : cases) expect_rejected(c);
 }
 
+// A client that took this hop for a forward proxy (http_proxy) sends absolute-form; the app gets origin-form
+// (RFC 9112 §3.2.1, as nginx and Go's ReverseProxy send it), and the authority as Host when there was none.
+TEST_F(StrictRequests, AnAbsoluteFormTargetReachesTheAppInOriginForm) {
+  struct Form {
+    std::string sent, line_seen, host_seen;
+  };
+  for (const auto& f : {Form{request("GET http://a.example/x?y=1 HTTP/1.1", "Host: a.example\r\n"), "GET /x?y=1 ", "a.example"},
+                        Form{request("GET http://a.example:8080?y=1 HTTP/1.1", "Host: a.example:8080\r\n"), "GET /?y=1 ",
+                             "a.example:8080"},
+                        Form{request("GET http://user@b.example HTTP/1.0", ""), "GET / ", "b.example"}}) {
+    SCOPED_TRACE(f.sent);
+    const auto before = app_->received().size();
+    auto reply = raw_reply(sidecar_->port, f.sent, 3s);
+    EXPECT_EQ(reply.text.substr(0, 13), "HTTP/1.1 200 ") << reply.text;
+    const auto seen = app_->received().substr(before);
+    EXPECT_EQ(seen.substr(0, f.line_seen.size()), f.line_seen) << seen.substr(0, 400);
+    EXPECT_NE(seen.find("\r\nHost: " + f.host_seen + "\r\n"), std::string::npos) << seen.substr(0, 400);
+  }
+}
+
 TEST_F(StrictRequests, WhatTheRfcAllowsStillReachesTheApp) {
   std::vector<Case> cases = {
       {"8-bit bytes in a value (obs-text)", request("GET / HTTP/1.1", "Host: a\r\nX-A: caf\xc3\xa9\r\n"), 200},
