@@ -130,7 +130,7 @@ std::vector<OptionSpec> sidecar_options() {
       {"QUEUE_PROXY_TLS_CIPHER_SUITES", "queue-proxy-tls-cipher-suites", false,
        "TLS 1.2 suites by Go's names, comma separated (default: ECDHE with AES-GCM or ChaCha20)"},
       {"QUEUE_PROXY_TLS_CURVE_PREFERENCES", "queue-proxy-tls-curve-preferences", false,
-       "key exchange curves by Go's names, e.g. X25519,CurveP256 (default: OpenSSL's)"},
+       "key exchange curves by Go's names, e.g. X25519,CurveP256 (default: X25519, P-256, P-384, P-521, as Go)"},
       {"SLUICE_TLS_MIN_VERSION", "tls-min-version", false,
        "older name of QUEUE_PROXY_TLS_MIN_VERSION (used when that is empty)"},
       {"SLUICE_TLS_RELOAD_MS", "tls-reload-ms", false,

@@ -90,7 +90,7 @@ struct TlsConfig {
   TlsVersion min_version = TlsVersion::v1_3;  // queue-proxy's default (QUEUE_PROXY_TLS_MIN_VERSION)
   TlsVersion max_version = TlsVersion::v1_3;
   std::string tls12_ciphers;  // OpenSSL cipher list for TLS 1.2; empty: forward-secret AEAD suites
-  std::string groups;         // OpenSSL groups list (key exchange curves); empty: OpenSSL's default
+  std::string groups;         // OpenSSL groups list (key exchange curves); empty: X25519, P-256, P-384, P-521 (Go's)
   Millis reload_interval{Seconds(10)};  // how often the files are checked for a change; 0 = never
 };
 

@@ -62,6 +62,7 @@ struct LocalAnswer {
   std::string network_hash;  // K-Network-Hash to echo, when not empty
   bool close = false;        // the connection ends after it (framing or deadline in doubt)
   unsigned retry_after_seconds = 0;  // Retry-After, when not 0
+  bool nosniff = false;      // X-Content-Type-Options: nosniff (queue-proxy's 502 and 503 carry it: Go's http.Error)
 };
 
 // Receives a request's fields one by one, in order.

@@ -87,9 +87,10 @@ asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, 
   if (!breaker) co_return std::nullopt;
   auto admission = co_await breaker->acquire(deadline, &abandon);
   if (admission == ConcurrencyBreaker::Admission::queue_full)
-    co_return LocalAnswer{.status = 503, .body = "pending request queue full"};
+    co_return LocalAnswer{.status = 503, .body = "pending request queue full", .nosniff = true};
   if (admission == ConcurrencyBreaker::Admission::timed_out)
-    co_return LocalAnswer{.status = 503, .body = "request timeout while waiting for the container", .close = true};
+    co_return LocalAnswer{.status = 503, .body = "request timeout while waiting for the container", .close = true,
+                          .nosniff = true};
   if (admission == ConcurrencyBreaker::Admission::abandoned)
     co_return LocalAnswer{.status = static_cast<unsigned>(kClientClosedRequest), .body = "client closed request", .close = true};
   slot.emplace(breaker);

@@ -19,11 +19,11 @@ LocalAnswer failure_answer(Failure f, error_code ec) {
   auto status = static_cast<unsigned>(failure_status(f));
   switch (f) {
     case Failure::upstream_connect:
-      return {.status = status, .body = "bad gateway: upstream connect error: " + ec.message()};
+      return {.status = status, .body = "bad gateway: upstream connect error: " + ec.message(), .nosniff = true};
     case Failure::upstream:
-      return {.status = status, .body = "bad gateway: upstream: " + ec.message()};
-    case Failure::timed_out:
-      return {.status = status, .body = "request timeout", .close = true};
+      return {.status = status, .body = "bad gateway: upstream: " + ec.message(), .nosniff = true};
+    case Failure::timed_out:  // as queue-proxy's timeout handler writes it; the client's connection goes on
+      return {.status = status, .body = "request timeout", .exact_body = true};
     case Failure::body_too_large:
       return {.status = status, .body = "request body too large", .close = true};
     case Failure::bad_request_body:

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "proxy/forward/forwarding.h"
 #include "proxy/forward/request_fields.h"
+#include "proxy/forward/sniff.h"
 
 namespace sluice::proxy::forwarding {
 namespace {
@@ -12,6 +13,14 @@ namespace {
 // 1xx responses other than 101 are interim: 100 is swallowed (sluice answered the client's Expect
 // itself), the others (103 Early Hints) are passed on.
 bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
+
+// A response that names no type and no coding is given one from its first bytes (sniff.h), as queue-proxy's
+// net/http gives it; an empty Content-Type counts as named.
+bool needs_type(const http::response_header<>& head) {
+  if (head.find(http::field::content_type) != head.end()) return false;
+  auto coding = head.find(http::field::content_encoding);
+  return coding == head.end() || coding->value().empty();
+}
 
 }  // namespace
 
@@ -86,13 +95,32 @@ asio::awaitable<error_code> Forwarding::pump_request() {
 
 // The response, once its head is here: head, body and trailers to the client.
 asio::awaitable<void> Forwarding::respond() {
-  const auto& head = *head_;
+  auto& head = *head_;
   const unsigned status = head.result_int();
   record_.status = record_.app_status = static_cast<int>(status);
   const bool upgraded = upgrade_ && status == 101;
   BodyInfo body = upgraded ? BodyInfo{} : up_->response_body();
   deadline_.response_started();
   response_ = Response::started;
+  // A 204 carries no length (RFC 9110 §8.6), a 304 no representation metadata (§15.4.5): queue-proxy's
+  // net/http drops both, whatever the app sent.
+  if (status == 204 || status == 304) {
+    head.erase(http::field::content_length);
+    body.content_length.reset();
+    if (status == 304) head.erase(http::field::content_type);
+  }
+  // The type of an untyped body of known length comes from its first piece, which is then the first one
+  // relayed. (A body of unknown length streams: net/http sends its head before any of it, untyped.)
+  BodyRead first;
+  bool first_read = false;
+  if (body.kind == BodyKind::length && needs_type(head)) {
+    if (!up_->read_body_now(first)) first = co_await up_->read_body();
+    first_read = true;
+    const auto& [first_ec, first_data] = first;
+    if (!first_ec && first_data.size() > 0)
+      head.set(http::field::content_type,
+               sniff_content_type({static_cast<const char*>(first_data.data()), first_data.size()}));
+  }
   error_code ec;
   if (!down_.send_head_now(head, body, up_->body_at_hand(), ec))
     ec = co_await down_.send_head(head, body, up_->body_at_hand());
@@ -109,7 +137,7 @@ asio::awaitable<void> Forwarding::respond() {
     co_return;
   }
   while (!ec && body.kind != BodyKind::none) {
-    const RawBody in = up_->raw_body_in();
+    const RawBody in = first_read ? RawBody{} : up_->raw_body_in();
     tcp::socket* out = in.socket && worker_.config.splice_responses ? down_.raw_body_out() : nullptr;
     if (BodySplice* splice = splice_for(response_splice_, in, out)) {
       auto r = co_await splice->move_some(*in.socket, *out, in.remaining);
@@ -127,7 +155,12 @@ asio::awaitable<void> Forwarding::respond() {
       continue;
     }
     BodyRead piece;
-    if (!up_->read_body_now(piece)) piece = co_await up_->read_body();
+    if (first_read) {
+      piece = first;
+      first_read = false;
+    } else if (!up_->read_body_now(piece)) {
+      piece = co_await up_->read_body();
+    }
     auto [rec, data] = piece;
     if (rec) {
       ec = rec;

@@ -86,7 +86,7 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   bool asked_for_instance_ = false;
   std::unique_ptr<ClientExchange> up_;
   std::optional<BodySplice> request_splice_, response_splice_;
-  const http::response_header<>* head_ = nullptr;
+  http::response_header<>* head_ = nullptr;
   Clock::time_point upstream_start_;
   int head_status_ = 0;          // the app's final response head's status (0: none came; head_ may be gone
                                  // with up_ by the time the exchange is counted)

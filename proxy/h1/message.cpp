@@ -45,7 +45,89 @@ void append_framing(std::string& out, const BodyInfo& body) {
   }
 }
 
+// "HTTP/1.1 NNN Reason\r\n"
+void append_status_line(std::string& out, unsigned status) {
+  out += "HTTP/1.1 ";
+  append_uint(out, status);
+  out += ' ';
+  if (auto reason = reason_phrase(status); !reason.empty()) {
+    out += reason;
+  } else {
+    out += "status code ";
+    append_uint(out, status);
+  }
+  out += "\r\n";
+}
+
 }  // namespace
+
+std::string_view reason_phrase(unsigned status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 102: return "Processing";
+    case 103: return "Early Hints";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 203: return "Non-Authoritative Information";
+    case 204: return "No Content";
+    case 205: return "Reset Content";
+    case 206: return "Partial Content";
+    case 207: return "Multi-Status";
+    case 208: return "Already Reported";
+    case 226: return "IM Used";
+    case 300: return "Multiple Choices";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 305: return "Use Proxy";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 407: return "Proxy Authentication Required";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Request Entity Too Large";
+    case 414: return "Request URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Requested Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 418: return "I'm a teapot";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Entity";
+    case 423: return "Locked";
+    case 424: return "Failed Dependency";
+    case 425: return "Too Early";
+    case 426: return "Upgrade Required";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 451: return "Unavailable For Legal Reasons";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    case 506: return "Variant Also Negotiates";
+    case 507: return "Insufficient Storage";
+    case 508: return "Loop Detected";
+    case 510: return "Not Extended";
+    case 511: return "Network Authentication Required";
+    default: return {};
+  }
+}
 
 Framing response_framing(const ResponseParser& p, bool head_request) {
   auto status = p.get().result_int();
@@ -90,13 +172,9 @@ void format_downstream_response(std::string& out, const http::response_header<>&
                                 Framing body, std::optional<std::uint64_t> content_length,
                                 bool keep_alive, bool upgrade,
                                 unsigned client_version) {
-  out += "HTTP/1.1 ";
-  append_uint(out, res.result_int());
-  out += ' ';
-  auto reason = res.reason();
-  out += reason.empty() ? http::obsolete_reason(res.result()) : reason;
-  out += "\r\n";
-  bool dated = false;
+  append_status_line(out, res.result_int());
+  const bool interim = res.result_int() < 200;
+  bool dated = interim;  // a 1xx carries no Date (RFC 9110 §6.6.1 makes it optional; queue-proxy sends none)
   for (const auto& f : res) {
     // The forwarder removed the hop-by-hop fields (remove_hop_fields); the framing is this codec's own.
     if (f.name() == http::field::content_length || f.name() == http::field::upgrade) continue;
@@ -125,11 +203,10 @@ void format_downstream_response(std::string& out, const http::response_header<>&
 void format_local_response(std::string& out, unsigned status, std::string_view body, bool keep_alive,
                            std::string_view request_id, const LocalResponseExtras& extras) {
   const std::size_t length = body.size() + (extras.exact_body ? 0 : 1);
-  out += "HTTP/1.1 ";
-  append_uint(out, status);
-  out += ' ';
-  out += http::obsolete_reason(static_cast<http::status>(status));
-  out += "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
+  append_status_line(out, status);
+  if (length > 0) out += "Content-Type: text/plain; charset=utf-8\r\n";
+  if (extras.nosniff) out += "X-Content-Type-Options: nosniff\r\n";
+  out += "Content-Length: ";
   append_uint(out, length);
   out += "\r\n";
   append_field(out, "Date", http_date_now());

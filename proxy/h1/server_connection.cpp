@@ -105,8 +105,12 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
       close_idle_at_ = phase_start_ + worker_.config.timeouts.drain_idle_close;
       watchdog_.rearm();
     }
-    // The previous exchange's watch may still be reading: its bytes are this request's first.
-    if (auto wec = co_await end_watch(); wec) break;
+    // The previous exchange's watch may still be reading: its bytes are this request's first. A watch
+    // ended by that exchange's own cancel (its deadline passed; it answered 504 and keeps the connection)
+    // read nothing, and a cleartext socket just waits again.
+    if (auto wec = co_await end_watch(); wec) {
+      if (wec != asio::error::operation_aborted || !io_cancelled_ || down_.is_tls()) break;
+    }
     // A streamed body may have grown the buffer: idle connections should not keep that memory.
     if (down_buffer_.size() == 0 && down_buffer_.capacity() > kIdleBufferBytes) down_buffer_.shrink_to_fit();
     auto& parser = parser_.emplace();
@@ -127,14 +131,14 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
       record.target.clear();
       record.request_id.clear();
       unsigned status = status_for_parse_error(ec);
-      const bool one_field = ec == make_error_code(Violation::field_too_large);
-      std::string reason = one_field         ? ec.message()
-                           : status == 431   ? "request header fields too large"
-                           : status == 413 ? "request body too large"
-                           : status == 400 ? "bad request: " + ec.message()
-                                           : ec.message();
+      // As queue-proxy's net/http words a refusal: "400 Bad Request", with what was wrong after a colon
+      // where the status alone does not say it.
+      std::string reason = std::to_string(status) + " " + std::string(reason_phrase(status));
+      if (status == 413) reason += ": request body too large";
+      else if (status == 400 || status == 501 || ec == make_error_code(Violation::field_too_large))
+        reason += ": " + ec.message();
       log::info("request rejected").kv("peer", peer_.peer).kv("status", static_cast<std::int64_t>(status)).kv("reason", reason);
-      co_await respond_locally(status, reason);
+      co_await respond_locally(status, reason, true);
       break;
     }
     if (!co_await exchange()) break;
@@ -182,6 +186,18 @@ asio::awaitable<bool> Connection::exchange() {
     co_await respond_locally(431, "too many header fields");
     co_return false;
   }
+  // OPTIONS * asks about the server, not a resource (RFC 9110 §9.3.7): answered here, as net/http does.
+  if (req.method() == http::verb::options && req.target() == "*") {
+    const LocalAnswer ok{.status = 200, .exact_body = true};  // named: GCC 12 destroys a co_await temporary twice
+    co_await send_local(ok);
+    co_return response_keep_;
+  }
+  // An expectation sluice cannot meet (RFC 9110 §10.1.1): 417, as queue-proxy's net/http answers it.
+  if (auto expect = field_value(req, http::field::expect); !expect.empty() && !iequals(expect, "100-continue")) {
+    record.status = 0;
+    co_await respond_locally(417, "", true);
+    co_return false;
+  }
   if (!field_value(req, http::field::upgrade).empty() && !down_.is_tls()) {  // h2c is for cleartext only (RFC 9113 §3.1)
     if (co_await upgrade_to_h2c()) co_return false;
   }
@@ -190,12 +206,12 @@ asio::awaitable<bool> Connection::exchange() {
   co_return response_ == Response::complete && response_keep_ && body_ == RequestBody::complete;
 }
 
-asio::awaitable<void> Connection::respond_locally(unsigned status, std::string_view body) {
+asio::awaitable<void> Connection::respond_locally(unsigned status, std::string_view body, bool exact) {
   record.status = static_cast<int>(status);
-  record.response_bytes = body.size() + 1;
+  record.response_bytes = body.size() + (exact ? 0 : 1);
   linger_ = true;
   head_.clear();
-  format_local_response(head_, status, body, false);
+  format_local_response(head_, status, body, false, {}, {.exact_body = exact});
   co_await write_all(head_);
   log_exchange(worker_, record);
 }

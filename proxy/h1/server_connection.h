@@ -59,7 +59,8 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
  private:
   // Serves one parsed request; returns whether the connection may carry another.
   asio::awaitable<bool> exchange();
-  asio::awaitable<void> respond_locally(unsigned status, std::string_view body);
+  // An answer of sluice's own, after which the connection closes; `exact`: the body without a newline.
+  asio::awaitable<void> respond_locally(unsigned status, std::string_view body, bool exact = false);
   asio::awaitable<bool> upgrade_to_h2c();
   asio::awaitable<error_code> write_all(std::string_view bytes);
   template <class ConstBuffers>

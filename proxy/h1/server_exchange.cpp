@@ -171,7 +171,7 @@ asio::awaitable<error_code> Connection::end_body(const FieldList& trailers) {
 }
 
 asio::awaitable<void> Connection::send_local(const LocalAnswer& a) {
-  LocalResponseExtras extras{.exact_body = a.exact_body};
+  LocalResponseExtras extras{.exact_body = a.exact_body, .nosniff = a.nosniff};
   const std::string retry_after = std::to_string(a.retry_after_seconds);
   if (!a.network_hash.empty()) {
     extras.extra_name = kNetworkHashHeader;

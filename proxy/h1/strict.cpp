@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/ascii.h"
 #include "proxy/forward/headers.h"
@@ -40,6 +41,7 @@ class ViolationCategory final : public boost::system::error_category {
       case Violation::content_length_and_te: return "both Content-Length and Transfer-Encoding";
       case Violation::header_too_large: return "header fields too large";
       case Violation::field_too_large: return "a header field longer than 65533 bytes";
+      case Violation::bad_trailer_declared: return "Trailer names Content-Length, Transfer-Encoding or Trailer";
     }
     return "malformed message";
   }
@@ -172,6 +174,30 @@ unsigned violation_status(error_code ec) {
   }
 }
 
+namespace {
+
+// A response's status line, as far as repair_response_head mends it: another major version than 1 (Go
+// reads any HTTP/x.y) and no SP before an empty reason.
+void note_status_line(std::string_view line, HeadScan& scan) {
+  if (line.size() < 12 || !line.starts_with("HTTP/") || line[6] != '.' || line[8] != ' ') return;  // Beast says why
+  if (line[5] != '1' || line[7] > '1' || line.size() == 12) scan.repair = true;
+}
+
+void note_response_field(std::string_view line, HeadScan& scan) {
+  scan.fields_started = true;
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos || colon == 0) return;  // Beast refuses it, as Go does
+  if (line[colon - 1] == ' ' || line[colon - 1] == '\t') scan.repair = true;
+  const auto name = trim(line.substr(0, colon));
+  if (name.size() == 14 && iequals(name, "content-length")) {
+    if (scan.lengths < 2) ++scan.lengths;
+  } else if (name.size() == 17 && iequals(name, "transfer-encoding")) {
+    scan.transfer_encoding = true;
+  }
+}
+
+}  // namespace
+
 std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& rules, error_code& ec) {
   // A line at a time: memchr finds its LF and then any CR before it, so the bytes of a field are not
   // looked at one by one. The violations are still found in the order of their bytes.
@@ -180,10 +206,14 @@ std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& ru
   std::size_t i = scan.pos;
   while (i < size) {
     // A line that starts with whitespace continues the previous field (obs-fold) or, first after the
-    // start line, would be read as part of it by some and dropped by others (RFC 9112 §2.2, §5.2).
-    if (i > 0 && base[i - 1] == '\n' && (base[i] == ' ' || base[i] == '\t')) {
-      ec = Violation::obs_fold;
-      return 0;
+    // start line, would be read as part of it by some and dropped by others (RFC 9112 §2.2, §5.2). A
+    // response's fold is unfolded (§5.2 lets a proxy replace it with SP), not its first field line.
+    if (i == scan.line && i > 0 && (base[i] == ' ' || base[i] == '\t')) {
+      if (rules.request || !scan.fields_started) {
+        ec = Violation::obs_fold;
+        return 0;
+      }
+      scan.repair = true;
     }
     const auto* lf = static_cast<const char*>(std::memchr(base + i, '\n', size - i));
     const std::size_t eol = lf ? static_cast<std::size_t>(lf - base) : size;
@@ -203,18 +233,29 @@ std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& ru
       i = size;
       break;
     }
-    if (eol == 0 || base[eol - 1] != '\r') {
-      ec = Violation::bare_lf;
-      return 0;
+    const bool crlf = eol > 0 && base[eol - 1] == '\r';
+    if (!crlf) {  // a response's bare LF ends a line (§2.2 lets a recipient read it so)
+      if (rules.request) {
+        ec = Violation::bare_lf;
+        return 0;
+      }
+      scan.repair = true;
     }
+    const std::string_view line(base + scan.line, (crlf ? eol - 1 : eol) - scan.line);
+    scan.line = eol + 1;
     if (!scan.start_line_done) {
       scan.start_line_done = true;
       if (rules.request) {
-        if ((ec = check_request_line(data.substr(0, eol - 1), rules))) return 0;
+        if ((ec = check_request_line(line, rules))) return 0;
+        if (line.back() > '1') scan.newer_minor_at = static_cast<std::size_t>(line.data() - base) + line.size() - 1;
+      } else {
+        note_status_line(line, scan);
       }
-    } else if (eol >= 3 && base[eol - 2] == '\n') {
+    } else if (line.empty()) {
       scan.pos = eol + 1;
-      return eol + 1;  // CRLF CRLF: the end of the head
+      return eol + 1;  // the empty line: the end of the head
+    } else if (!rules.request) {
+      note_response_field(line, scan);
     }
     i = eol + 1;
   }
@@ -228,6 +269,67 @@ std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& ru
     }
   }
   return 0;
+}
+
+std::string repair_response_head(std::string_view head) {
+  // The logical lines: line ends without their CR, folds joined to the line they continue.
+  std::vector<std::string> lines;
+  std::size_t i = 0;
+  while (i < head.size()) {
+    auto lf = head.find('\n', i);
+    if (lf == std::string_view::npos) lf = head.size();
+    auto line = head.substr(i, lf - i);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    i = lf + 1;
+    if (line.empty()) break;
+    if (lines.size() > 1 && (line[0] == ' ' || line[0] == '\t')) {
+      auto& prev = lines.back();
+      while (!prev.empty() && (prev.back() == ' ' || prev.back() == '\t')) prev.pop_back();
+      prev += ' ';
+      prev += trim(line);
+      continue;
+    }
+    lines.emplace_back(line);
+  }
+  if (lines.empty()) return std::string(head);
+  std::string& status = lines[0];
+  if (status.size() >= 12 && status.starts_with("HTTP/") && (status[5] != '1' || status[7] > '1'))
+    status.replace(5, 3, "1.1");
+  if (status.size() == 12) status += ' ';
+  // Fields: no whitespace before the colon; the framing fields noted.
+  std::string_view length;
+  bool lengths = false, lengths_agree = true, chunked = false;
+  std::vector<bool> is_length(lines.size(), false);
+  for (std::size_t n = 1; n < lines.size(); ++n) {
+    auto& line = lines[n];
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    auto name_end = colon;
+    while (name_end > 0 && (line[name_end - 1] == ' ' || line[name_end - 1] == '\t')) --name_end;
+    line.erase(name_end, colon - name_end);
+    const std::string_view name(line.data(), name_end);
+    const auto value = trim(std::string_view(line).substr(name_end + 1));
+    if (iequals(name, "content-length")) {
+      is_length[n] = true;
+      if (!lengths) length = value;
+      else lengths_agree = lengths_agree && value == length;
+      lengths = true;
+    } else if (iequals(name, "transfer-encoding")) {
+      chunked = true;
+    }
+  }
+  std::string out;
+  out.reserve(head.size() + 24);
+  bool length_kept = false;
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    if (is_length[n] && (chunked || (lengths_agree && length_kept))) continue;
+    length_kept = length_kept || is_length[n];
+    out += lines[n];
+    out += "\r\n";
+  }
+  if (chunked && lengths) out += "Connection: close\r\n";
+  out += "\r\n";
+  return out;
 }
 
 error_code check_request_line(std::string_view line, const HeadRules& rules) {
@@ -248,7 +350,8 @@ error_code check_request_line(std::string_view line, const HeadRules& rules) {
   if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !is_digit(version[5]) || version[6] != '.' ||
       !is_digit(version[7]))
     return version.find(' ') != std::string_view::npos ? Violation::bad_request_line : Violation::bad_version;
-  if (version[5] != '1' || (version[7] != '0' && version[7] != '1')) return Violation::unsupported_version;
+  // HTTP/1.x with a higher minor version is read as HTTP/1.1 (RFC 9110 §2.5; queue-proxy serves it too).
+  if (version[5] != '1') return Violation::unsupported_version;
   // The target's form must suit the method (RFC 9112 §3.2).
   const bool connect = method == "CONNECT";
   if (target == "*") return method == "OPTIONS" ? error_code{} : error_code(Violation::bad_target);
@@ -296,6 +399,22 @@ bool stuck_on_chunk_line(std::string_view data) {
   return data.find("\r\n\r\n") != std::string_view::npos;
 }
 
-error_code check_response_fields(const http::response_header<>& res) { return check_framing(res, res.version()); }
+error_code check_response_fields(const http::response_header<>& res) {
+  // A trailer may not carry the framing (Go's transport refuses such a head, and Beast would take a
+  // Content-Length trailer as the body's length).
+  for (const auto& f : res) {
+    if (f.name() != http::field::trailer) continue;
+    std::string_view rest = f.value();
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      auto name = trim(rest.substr(0, comma));
+      if (iequals(name, "content-length") || iequals(name, "transfer-encoding") || iequals(name, "trailer"))
+        return Violation::bad_trailer_declared;
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  return check_framing(res, res.version());
+}
 
 }  // namespace sluice::proxy::h1

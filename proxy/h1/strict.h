@@ -1,13 +1,19 @@
 // RFC 9112's rules for HTTP/1.1 message heads, on top of what Beast's parser checks itself: a message
-// that sluice would read differently from the app (or from the client) is a smuggling hole, so every
-// MUST is enforced before anything is forwarded. Requests that break a rule get the status the RFC
-// names; an app's response that breaks one becomes a 502. The raw head is checked before Beast parses
-// it (Beast silently unfolds obs-fold and cannot tell why a version was bad), the parsed fields after.
+// that sluice would read differently from the client is a smuggling hole, so every MUST is enforced on a
+// request before anything is forwarded, with the status the RFC names. An app's response is read as
+// leniently as the RFC lets a recipient, and as Go's net/http (queue-proxy's) reads it: bare-LF line ends,
+// obs-fold (unfolded to SP), whitespace before a field's colon (removed), a status line without a reason,
+// repeated identical Content-Length values (one kept) and Content-Length beside chunked (dropped; the
+// connection to the app is not reused) are repaired; what is still ambiguous becomes a 502. The raw head
+// is checked before Beast parses it (Beast silently unfolds obs-fold and cannot tell why a version was
+// bad), the parsed fields after.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "proxy/asio.h"
@@ -23,7 +29,7 @@ enum class Violation {
   bad_target,               // 400: a byte outside RFC 3986, or a form the method does not allow
   target_too_long,          // 414
   bad_version,              // 400: not HTTP/DIGIT.DIGIT
-  unsupported_version,      // 505: a well-formed version other than 1.0 and 1.1
+  unsupported_version,      // 505: a well-formed version other than 1.x (1.2 and up are read as 1.1)
   missing_host,             // 400 (HTTP/1.1)
   several_hosts,            // 400
   bad_host,                 // 400: not uri-host [":" port]
@@ -36,6 +42,7 @@ enum class Violation {
   content_length_and_te,    // 400: both framings
   header_too_large,         // 431: no end of head within the limit
   field_too_large,          // 431: one field's name or value longer than a head holds (kMaxFieldBytes)
+  bad_trailer_declared,     // (responses) Trailer names a field a trailer may not carry
 };
 
 const boost::system::error_category& violation_category();
@@ -56,9 +63,24 @@ struct HeadRules {
 // the empty line once it has all arrived, 0 while more bytes are needed; `ec` set on a violation.
 struct HeadScan {
   std::size_t pos = 0;          // next byte to examine
+  std::size_t line = 0;         // where the line being examined starts
   bool start_line_done = false;
+  // Responses: what repair_response_head must mend before Beast parses the head.
+  bool repair = false;
+  bool fields_started = false;  // a field line was seen (whitespace before the first one is refused)
+  std::uint8_t lengths = 0;     // Content-Length fields (counted up to 2)
+  bool transfer_encoding = false;
+  // Requests: where the minor digit of an HTTP/1.x version above 1.1 is (read as 1.1), 0 if none.
+  std::size_t newer_minor_at = 0;
+  bool needs_repair() const { return repair || lengths > 1 || (lengths > 0 && transfer_encoding); }
 };
 std::size_t scan_head(std::string_view data, HeadScan& scan, const HeadRules& rules, error_code& ec);
+
+// A response head (start line to the empty line, as scan_head found it) rewritten as Beast reads it: CRLF
+// line ends, folded lines joined with one SP, no whitespace before a colon, a status line with its SP
+// before the (possibly empty) reason and an HTTP/1.1 version, one Content-Length when all were equal, none
+// beside Transfer-Encoding (then also `Connection: close`: that connection's framing cannot be trusted).
+std::string repair_response_head(std::string_view head);
 
 // The authority of an absolute-form target ("http://host:port/path" → "host:port"), or nullopt.
 std::optional<std::string_view> absolute_form_authority(std::string_view target);
@@ -97,16 +119,23 @@ bool parse_head_step(beast::flat_buffer& buffer, HeadScan& scan, Parser& parser,
     ec = make_error_code(Violation::header_too_large);
     return true;
   }
+  std::string repaired;
+  std::string_view head = data.substr(0, end);
+  if (!rules.request && scan.needs_repair()) {
+    repaired = repair_response_head(head);
+    head = repaired;
+  }
+  if (scan.newer_minor_at != 0) static_cast<char*>(buffer.data().data())[scan.newer_minor_at] = '1';
   std::size_t used = 0;
   try {
-    used = parser.put(asio::buffer(data.data(), end), ec);
+    used = parser.put(asio::buffer(head.data(), head.size()), ec);
   } catch (const std::length_error&) {  // Beast's fields refuse a name or value over kMaxFieldBytes
     ec = make_error_code(Violation::field_too_large);
     return true;
   }
   if (!ec && !parser.is_header_done()) ec = http::error::partial_message;
   if (ec) return true;
-  buffer.consume(used);
+  buffer.consume(repaired.empty() ? used : end);
   if constexpr (Parser::is_request::value) ec = check_request_fields(parser.get().base());
   else ec = check_response_fields(parser.get().base());
   return true;

@@ -80,7 +80,8 @@ void Session::submit_local(Stream& s, const LocalAnswer& a) {
   std::vector<nghttp2_nv> nva;
   auto add = [&nva](std::string_view n, std::string_view v) { nva.push_back(nv(n, v)); };
   add(":status", status);
-  add("content-type", "text/plain; charset=utf-8");
+  if (!body.empty()) add("content-type", "text/plain; charset=utf-8");
+  if (a.nosniff) add("x-content-type-options", "nosniff");
   add("content-length", length);
   add("date", http_date_now());
   if (!a.network_hash.empty()) add("k-network-hash", a.network_hash);

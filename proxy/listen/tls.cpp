@@ -16,11 +16,21 @@
 namespace sluice::proxy {
 namespace {
 
-// Mozilla's "intermediate" TLS 1.2 list: forward secrecy and AEAD only. TLS 1.3 suites are OpenSSL's
-// defaults, all of which qualify.
+// Mozilla's "intermediate" TLS 1.2 list: forward secrecy and AEAD only.
 constexpr const char* kTls12Ciphers =
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// What queue-proxy's crypto/tls offers when no QUEUE_PROXY_TLS_* says otherwise. TLS 1.3 suites: all
+// three, AES-128-GCM first, ChaCha20 first for a client that lists it first (SSL_OP_PRIORITIZE_CHACHA,
+// as Go does for clients without AES hardware). Groups: X25519 and the NIST curves, not OpenSSL's x448
+// and finite-field groups (up to ffdhe8192, the costliest key exchange a client could ask for).
+// Signature algorithms: Go's list, without SHA-1.
+constexpr const char* kTls13Suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+constexpr const char* kGroups = "X25519:P-256:P-384:P-521";
+constexpr const char* kSignatureAlgorithms =
+    "rsa_pss_rsae_sha256:ecdsa_secp256r1_sha256:ed25519:rsa_pss_rsae_sha384:rsa_pss_rsae_sha512:"
+    "rsa_pkcs1_sha256:rsa_pkcs1_sha384:rsa_pkcs1_sha512:ecdsa_secp384r1_sha384:ecdsa_secp521r1_sha512";
 
 // ALPN: h2 when the client offers it, else http/1.1; a client offering neither goes on without ALPN.
 int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
@@ -75,9 +85,12 @@ std::shared_ptr<ssl::context> TlsContexts::load() const {
   const std::string& ciphers = config_.tls12_ciphers.empty() ? std::string(kTls12Ciphers) : config_.tls12_ciphers;
   if (SSL_CTX_set_cipher_list(h, ciphers.c_str()) != 1)
     throw ConfigError("QUEUE_PROXY_TLS_CIPHER_SUITES: OpenSSL accepts none of " + ciphers);
-  if (!config_.groups.empty() && SSL_CTX_set1_groups_list(h, config_.groups.c_str()) != 1)
-    throw ConfigError("QUEUE_PROXY_TLS_CURVE_PREFERENCES: OpenSSL accepts none of " + config_.groups);
-  SSL_CTX_set_options(h, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_RENEGOTIATION);
+  const std::string& groups = config_.groups.empty() ? std::string(kGroups) : config_.groups;
+  if (SSL_CTX_set1_groups_list(h, groups.c_str()) != 1)
+    throw ConfigError("QUEUE_PROXY_TLS_CURVE_PREFERENCES: OpenSSL accepts none of " + groups);
+  if (SSL_CTX_set_ciphersuites(h, kTls13Suites) != 1 || SSL_CTX_set1_sigalgs_list(h, kSignatureAlgorithms) != 1)
+    throw ConfigError("TLS: this OpenSSL lacks TLS 1.3's AES-GCM and ChaCha20 suites or ECDSA/RSA-PSS signatures");
+  SSL_CTX_set_options(h, SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA | SSL_OP_NO_RENEGOTIATION);
   // Resumption: a server-side session cache and (OpenSSL's default) session tickets.
   SSL_CTX_set_session_cache_mode(h, SSL_SESS_CACHE_SERVER);
   static constexpr unsigned char kSessionContext[] = "sluice";

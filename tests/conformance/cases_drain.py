@@ -124,7 +124,7 @@ def in_flight_request_past_60s_completes(t):
     check(code == 0, f"exit status {code}")
 
 
-@case(Profile("drain-upgraded", shard="drain-upgraded"))
+@case(Profile("drain-upgraded", shard="drain-upgraded"), since="1.22")
 def upgraded_connection_survives_the_quiet_period(t):
     ws = clients.WebSocket(timeout=30)
     try:
@@ -138,7 +138,7 @@ def upgraded_connection_survives_the_quiet_period(t):
     check(code == 0, f"exit status {code} (10 s after the last upgraded connection closed)")
 
 
-@case(Profile("drain-upgraded-60s", shard="drain-upgraded-60s"))
+@case(Profile("drain-upgraded-60s", shard="drain-upgraded-60s"), since="1.22")
 def upgraded_connection_is_cut_60s_after_the_listeners_close(t):
     ws = clients.WebSocket(timeout=30)
     try:

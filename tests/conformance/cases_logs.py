@@ -55,7 +55,7 @@ def logged_json(t, url, timeout=10):
 DEFAULT = logging("default")
 
 
-@case(DEFAULT)
+@case(DEFAULT, since="1.21")
 def request_log_default_template(t):
     tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     r = clients.request("/headers?q=1", {"User-Agent": "conformance/1", "Referer": "http://ref.example/",
@@ -71,14 +71,14 @@ def request_log_default_template(t):
     check(entry["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736", f"traceId {entry['traceId']!r}")
 
 
-@case(DEFAULT)
+@case(DEFAULT, since="1.21")
 def request_log_b3_trace_id(t):
     clients.request("/status/201", {"X-B3-TraceId": "80f198ee56343ba864fe8b2a57d3eff7"})
     entry = logged_json(t, "/status/201")
     check(entry["traceId"] == "80f198ee56343ba864fe8b2a57d3eff7", f"{entry}")
 
 
-@case(DEFAULT)
+@case(DEFAULT, since="1.21")
 def request_log_leaves_out_probes_by_default(t):
     clients.request("/probe-kubelet", KUBELET)
     clients.request("/probe-queue-header", {"User-Agent": "curl", "K-Network-Probe": "queue"})
@@ -88,14 +88,14 @@ def request_log_leaves_out_probes_by_default(t):
     check("/probe-kubelet" not in urls and "/probe-queue-header" not in urls, f"probes were logged: {urls}")
 
 
-@case(DEFAULT)
+@case(DEFAULT, since="1.21")
 def request_log_escapes_with_js(t):
     clients.request('/q?x="quoted"', {"User-Agent": 'agent "007" <x>'})
     h = logged_json(t, '/q?x="quoted"')["httpRequest"]
     check(h["userAgent"] == 'agent "007" <x>' and h["requestUrl"] == '/q?x="quoted"', f"{h}")
 
 
-@case(logging("probes", probes=True))
+@case(logging("probes", probes=True), since="1.21")
 def request_log_with_probes_enabled(t):
     clients.request("/probe-kubelet", KUBELET)
     entry = logged_json(t, "/probe-kubelet")
@@ -110,7 +110,7 @@ FIELDS = logging("fields", "RL|{{.Request.Method}}|{{.Request.URL}}|{{.Request.H
                            "{{.Request.Header.Get \"X-Tenant\"}}")
 
 
-@case(FIELDS)
+@case(FIELDS, since="1.21")
 def request_log_fields(t):
     tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     r = clients.request("/echo?x=1", {"User-Agent": "ua/1", "Referer": "ref", "traceparent": tp, "X-Tenant": "acme"},
@@ -189,7 +189,7 @@ def request_log_builtin_functions_output(t):
 EXEC_ERROR = logging("exec-error", "RX|{{.Nope}}")
 
 
-@case(EXEC_ERROR)
+@case(EXEC_ERROR, since="1.21")
 def request_log_execution_error_line(t):
     r = clients.request("/?exec-error")
     check(r.status == 200 and r.body == HELLO, f"{r}")

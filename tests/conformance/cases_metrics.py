@@ -227,6 +227,51 @@ def user_metrics_process_and_runtime_families(t):
         check(name in samples, f"{name} missing")
 
 
+# Every family queue-proxy v1.23 serves on :9091 after requests like these, with its label names: the
+# operator's dashboards and alerts see the same series. Go's runtime families (go_*) are queue-proxy's alone:
+# a C++ binary has no goroutines or Go heap (the README's difference table says what to chart instead).
+_SCOPE = ["otel_scope_name", "otel_scope_schema_url", "otel_scope_version"]
+_HTTP = sorted(["http_request_method", "http_response_status_code", "kn_route_tag", "network_protocol_name",
+                "network_protocol_version", "server_address", "url_scheme"] + _SCOPE)
+_HISTOGRAM = {"_bucket": ["le"], "_count": [], "_sum": []}
+USER_METRIC_FAMILIES = {
+    **{f"http_server_{m}{suffix}": sorted(_HTTP + extra) for m in ("request_duration_seconds",
+       "request_body_size_bytes", "response_body_size_bytes") for suffix, extra in _HISTOGRAM.items()},
+    **{f"http_client_{m}{suffix}": sorted(_HTTP + ["server_port"] + extra)
+       for m in ("request_duration_seconds", "request_body_size_bytes") for suffix, extra in _HISTOGRAM.items()},
+    **{f"kn_serving_invocation_duration_seconds{suffix}": sorted(["http_response_status_code"] + _SCOPE + extra)
+       for suffix, extra in _HISTOGRAM.items()},
+    "kn_serving_queue_depth": _SCOPE,
+    **{f"process_{m}": [] for m in ("cpu_seconds_total", "max_fds", "network_receive_bytes_total",
+                                    "network_transmit_bytes_total", "open_fds", "resident_memory_bytes",
+                                    "start_time_seconds", "virtual_memory_bytes", "virtual_memory_max_bytes")},
+    "promhttp_metric_handler_requests_in_flight": [],
+    "promhttp_metric_handler_requests_total": ["code"],
+    "target_info": ["container_name", "k8s_namespace_name", "k8s_pod_name", "kn_configuration_name",
+                    "kn_revision_name", "kn_service_name", "service_instance_id", "service_name", "service_version",
+                    "telemetry_sdk_language", "telemetry_sdk_name", "telemetry_sdk_version"],
+}
+
+
+@case(PROM, since="1.20")
+def user_metrics_families_and_labels_are_queue_proxys(t):
+    for headers in ({}, {"Knative-Serving-Tag": "canary"}):
+        clients.request("/", headers)
+    clients.request("/status/500")
+
+    def families():
+        seen = {}
+        for name, samples in scrape()[0].items():
+            if not name.startswith("go_"):
+                seen[name] = sorted(set().union(*(set(labels) for labels, _ in samples)))
+        return seen
+    got = wait_for(lambda: (lambda f: f if set(f) >= set(USER_METRIC_FAMILIES) else None)(families()), 5,
+                   "every family served")
+    check(set(got) == set(USER_METRIC_FAMILIES), f"families only sluice's: {sorted(set(got) - set(USER_METRIC_FAMILIES))}")
+    differ = {n: (got[n], want) for n, want in USER_METRIC_FAMILIES.items() if got[n] != want}
+    check(not differ, f"label names differ (got, queue-proxy's): {differ}")
+
+
 # --- OTLP push ---
 
 def otlp_http(endpoint, extra=None):
@@ -283,7 +328,7 @@ def otlp_metrics_host_port_endpoint_means_https(t):
 
 @case(Profile("otlp-metrics-grpc", lambda w: {"OBSERVABILITY_CONFIG": observability(requestMetrics={
     "protocol": "grpc", "endpoint": f"http://127.0.0.1:{w.otlp()[2]['grpc_port']}", "exportInterval": 1000000000})},
-    needs=("python-otlp",)))
+    needs=("python-otlp",)), since="1.20")
 def otlp_metrics_pushed_over_grpc(t):
     _, lines, _ = t.world.otlp()
     start = len(lines)

@@ -112,7 +112,7 @@ def sampling_rate_0_exports_nothing(t):
 
 
 @case(Profile("tracing-grpc", lambda w: dict(traced("grpc", f"http://127.0.0.1:{w.otlp()[2]['grpc_port']}", 1),
-                                            CONTAINER_CONCURRENCY="1"), needs=("python-otlp",)))
+                                            CONTAINER_CONCURRENCY="1"), needs=("python-otlp",)), since="1.23")
 def traces_exported_over_grpc(t):
     """The span tree of one request (a breaker on): the server span `GET` (child of the caller), its
     `kn.queueproxy.proxy`, that one's `kn.queueproxy.wait`, and the client span `HTTP GET` whose id the app

@@ -70,7 +70,7 @@ def shard_main(a):
     except (OSError, subprocess.CalledProcessError) as e:
         print("@@" + json.dumps({"fatal": f"cannot make localhost resolve in the new namespace: {e}"}), flush=True)
         sys.exit(2)
-    world = harness.World(a.flavor, a.binary, a.app_binary, tmp)
+    world = harness.World(a.flavor, a.binary, a.app_binary, tmp, a.release or harness.LATEST)
     try:
         harness.run_shard(world, cases, lambda r: print("@@" + json.dumps(r), flush=True))
     finally:
@@ -94,6 +94,9 @@ def main():
                                   "comma-separated strings")
     p.add_argument("--list", action="store_true", help="list the cases by area and exit")
     p.add_argument("--keep", action="store_true", help="keep the scratch directories (binary output per profile)")
+    p.add_argument("--release", default=None,
+                   help="with --flavor queue-proxy: the Knative release it is (e.g. 1.20); cases describing a later "
+                        "release's behaviour that fail are LATER, not FAIL (default: the latest, 1.23)")
     p.add_argument("--shard", help=argparse.SUPPRESS)
     a = p.parse_args()
     a.binary, a.app_binary = os.path.abspath(a.binary), os.path.abspath(a.app_binary)
@@ -106,6 +109,7 @@ def main():
     if a.list:
         for c in cases:
             mark = f"  [deliberate: {harness.DELIBERATE[c.name]}]" if c.name in harness.DELIBERATE else ""
+            mark += f"  [queue-proxy v{c.since} and later]" if c.since else ""
             print(f"{c.area:10} {c.name}{mark}")
         print(f"{len(cases)} cases")
         return 0
@@ -130,7 +134,7 @@ def main():
     for c in cases:
         if c.shard not in shards and selected(a, c):
             shards.append(c.shard)
-    counts = {"PASS": 0, "FAIL": 0, "XFAIL": 0, "XPASS": 0, "SKIP": 0}
+    counts = {"PASS": 0, "FAIL": 0, "XFAIL": 0, "XPASS": 0, "SKIP": 0, "LATER": 0}
     seen = set()
     lock = threading.Lock()
     started = time.time()
@@ -143,6 +147,8 @@ def main():
             cmd += ["--only", a.only]
         if a.keep:
             cmd += ["--keep"]
+        if a.release:
+            cmd += ["--release", a.release]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE)
         stderr = []
         threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
@@ -158,7 +164,7 @@ def main():
                 seen.add(r["name"])
                 counts[r["outcome"]] += 1
                 out = f"{r['outcome']:5} {r['name']} ({r['time']:.1f}s)"
-                if r["outcome"] in ("FAIL", "XFAIL", "SKIP", "XPASS") and r.get("detail"):
+                if r["outcome"] in ("FAIL", "XFAIL", "SKIP", "XPASS", "LATER") and r.get("detail"):
                     out += "\n    " + str(r["detail"]).replace("\n", "\n    ")[:1500]
                 print(out, flush=True)
         code = proc.wait()
@@ -178,7 +184,8 @@ def main():
     for name in sorted(missing):
         print(f"FAIL  {name} (no result: its shard ended early)", flush=True)
         counts["FAIL"] += 1
-    print(f"{counts['XFAIL']} xfailed (deliberate differences), {counts['XPASS']} xpassed; "
+    print(f"{counts['XFAIL']} xfailed (deliberate differences), {counts['XPASS']} xpassed, "
+          f"{counts['LATER']} later (behaviour of a release after v{a.release or harness.LATEST}); "
           f"{time.time() - started:.0f}s", flush=True)
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped", flush=True)
     return 1 if counts["FAIL"] else 0

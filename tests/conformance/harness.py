@@ -21,6 +21,7 @@ MAIN, TLS, ADMIN, STATS, USER_METRICS, PROFILING = 8012, 8112, 8022, 9090, 9091,
 APP = 8080            # sluice-demo-app, the user container
 RECORDER = 8081       # the suite's recording HTTP server (probe target, header/limit app)
 RECORDER_TLS = 8443   # the same over TLS
+RAW_APP = 8082        # the suite's raw app (a response's head and body byte for byte)
 GRPC_APP = 8090       # the suite's gRPC app (health + echo)
 CERT_DIR = "/var/lib/knative/certs"
 
@@ -134,20 +135,31 @@ class Profile:
 
 
 class Case:
-    def __init__(self, fn, profile, needs, shard):
+    def __init__(self, fn, profile, needs, shard, since):
         self.fn, self.name, self.profile, self.needs = fn, fn.__name__, profile, tuple(needs)
         self.area = fn.__module__.replace("cases_", "")
         self.shard = profile.shard if profile else (shard or "main")
+        self.since = since
+
+
+def release_key(release):
+    """"1.22" -> (1, 22), for comparing Knative releases."""
+    return tuple(int(x) for x in release.lstrip("v").split(".")[:2])
+
+
+# The queue-proxy release the suite measures by default: what its cases describe.
+LATEST = "1.23"
 
 
 CASES = []
 
 
-def case(profile=None, needs=(), shard=None):
+def case(profile=None, needs=(), shard=None, since=None):
     """Registers a case. With a profile the case runs against that running binary; without one it starts
-    binaries itself (t.start)."""
+    binaries itself (t.start). since: the Knative release whose queue-proxy first behaves so (against an
+    earlier one, with --release, a failure is expected: LATER)."""
     def deco(fn):
-        CASES.append(Case(fn, profile, needs, shard))
+        CASES.append(Case(fn, profile, needs, shard, since))
         return fn
     return deco
 
@@ -253,13 +265,15 @@ class World:
     """What one shard has: the binary's flavor and path, a scratch directory, the demo app, the recorder, and
     lazily the TLS recorder, the gRPC app, certificates and the /var/lib overlay."""
 
-    def __init__(self, flavor, binary, app_binary, tmp):
+    def __init__(self, flavor, binary, app_binary, tmp, release=LATEST):
         self.flavor, self.binary, self.app_binary, self.tmp = flavor, binary, app_binary, tmp
+        self.release = release
         self._tools = {}
         self._certs = None
         self._overlay = None
         self._grpc = None
         self._recorder_tls = None
+        self._raw = None
         self._otlp = None
         self.proxies = 0
         self.all_proxies = []
@@ -335,6 +349,13 @@ class World:
             _, cert, key = self.certs()
             self._recorder_tls = Recorder(RECORDER_TLS, tls_cert=(cert, key))
         return self._recorder_tls
+
+    @property
+    def raw(self):
+        if self._raw is None:
+            from upstreams import RawApp
+            self._raw = RawApp(RAW_APP)
+        return self._raw
 
     @property
     def grpc(self):
@@ -607,15 +628,21 @@ def run_shard(world, cases, emit, only=None):
 
     def outcome(c, started, err, skip=None):
         expect_fail = world.flavor == "queue-proxy" and c.name in DELIBERATE
+        later = (world.flavor == "queue-proxy" and c.since is not None and
+                 release_key(world.release) < release_key(c.since))
         if skip is not None:
             o = "SKIP"
         elif err is None:
             o = "XPASS" if expect_fail else "PASS"
+        elif later and not expect_fail:
+            o = "LATER"
         else:
             o = "XFAIL" if expect_fail else "FAIL"
         detail = skip if skip is not None else err
         if o == "XFAIL":
             detail = f"deliberate: {DELIBERATE[c.name]} ({err})"
+        elif o == "LATER":
+            detail = f"queue-proxy behaves so from v{c.since} ({err})"
         emit({"name": c.name, "area": c.area, "outcome": o, "time": time.time() - started,
               "detail": detail, "profile": c.profile.name if c.profile else None})
 
@@ -649,6 +676,8 @@ def run_shard(world, cases, emit, only=None):
             world.need(*profile.needs)
             if profile.app == "grpc":
                 _ = world.grpc
+            elif profile.app == "raw":
+                _ = world.raw
             world.set_certs(profile.certs)
             env = profile.environment(world)
 

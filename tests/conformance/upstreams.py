@@ -8,14 +8,28 @@ gRPC app, which needs Debian's python3-grpcio):
   else 200 `recorded`.
 - GrpcApp: a gRPC server with grpc.health.v1.Health/Check (status per service name, settable) and
   /conformance.Echo/{Unary,Stream,Fail}, hand-encoded (no generated stubs).
+- RawApp: an HTTP/1.1 app that answers `/raw/NAME` with the steps RAW[NAME] names, byte for byte: bytes to
+  send, ("sleep", s), "close" (a FIN) or "reset" (an RST); after the last step the connection stays open for
+  the next request unless a step ended it. How an app may frame a response, well or badly.
 - make_certs: a CA and a server certificate for localhost, 127.0.0.1 and ::1 (openssl CLI)."""
 import gzip
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
 import urllib.parse
+
+
+def accept_loop(sock, serve):
+    """Serves each connection `sock` accepts on a thread of its own, until the socket is closed."""
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
 class Recorder:
@@ -33,7 +47,7 @@ class Recorder:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.sock.listen(256)
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=accept_loop, args=(self.sock, self._serve), daemon=True).start()
 
     def clear(self):
         with self.cond:
@@ -54,14 +68,6 @@ class Recorder:
                 if left <= 0:
                     return got
                 self.cond.wait(left)
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn):
         try:
@@ -161,6 +167,57 @@ def response(status, headers, body):
     if status in (204, 304) or status < 200:
         return (head + "\r\n").encode("latin-1")
     return (head + f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1") + body
+
+
+RAW = {}  # name -> [steps], filled by the cases that use RawApp
+
+
+class RawApp:
+    def __init__(self, port, host="127.0.0.1"):
+        self.port = port
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(256)
+        threading.Thread(target=accept_loop, args=(self.sock, self._serve), daemon=True).start()
+
+    def _serve(self, conn):
+        conn.settimeout(60)
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                target = head.split(b" ", 2)[1].decode("latin-1")
+                for line in head.split(b"\r\n")[1:]:  # a request body is read and dropped
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        n = int(v)
+                        while len(buf) < n:
+                            buf += conn.recv(65536)
+                        buf = buf[n:]
+                name = target.split("?")[0].removeprefix("/raw/")
+                for step in RAW.get(name, [b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"]):
+                    if step == "close":
+                        conn.shutdown(socket.SHUT_WR)
+                        while conn.recv(65536):
+                            pass
+                        return
+                    if step == "reset":
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        return
+                    if isinstance(step, tuple):
+                        time.sleep(step[1])
+                    else:
+                        conn.sendall(step)
+        except OSError:
+            return
+        finally:
+            conn.close()
 
 
 class GrpcApp:

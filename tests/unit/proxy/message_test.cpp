@@ -234,6 +234,24 @@ TEST(DownstreamResponse, SaysCloseWhenTheConnectionEnds) {
   EXPECT_TRUE(has_line(out, "Connection: close"));
 }
 
+// The reason phrase is sluice's, not the app's: the registered one, or "status code N" (as net/http
+// writes it); a 1xx carries no Date.
+TEST(DownstreamResponse, WritesTheRegisteredReasonWhateverTheAppSent) {
+  const std::pair<unsigned, std::string> cases[] = {
+      {200, "HTTP/1.1 200 OK\r\n"}, {413, "HTTP/1.1 413 Request Entity Too Large\r\n"},
+      {418, "HTTP/1.1 418 I'm a teapot\r\n"}, {299, "HTTP/1.1 299 status code 299\r\n"},
+      {599, "HTTP/1.1 599 status code 599\r\n"}, {103, "HTTP/1.1 103 Early Hints\r\n"}};
+  for (const auto& [status, line] : cases) {
+    http::response_header<> res;
+    res.result(status);
+    res.reason("Whatever The App Said");
+    std::string out;
+    format_downstream_response(out, res, Framing::none, std::nullopt, true, false, 11);
+    EXPECT_TRUE(out.starts_with(line)) << out;
+    EXPECT_EQ(out.find("Date:") == std::string::npos, status < 200) << out;
+  }
+}
+
 TEST(DownstreamFraming, ChunksCloseDelimitedBodiesForHttp11AndNeverChunksForHttp10) {
   EXPECT_EQ(downstream_framing(Framing::until_close, 11), Framing::chunked);
   EXPECT_EQ(downstream_framing(Framing::chunked, 10), Framing::until_close);
@@ -250,6 +268,20 @@ TEST(LocalResponse, IsCompleteTextWithLength) {
   ASSERT_EQ(out.size(), head.size() + 25 + tail.size()) << out;
   EXPECT_TRUE(out.starts_with(head)) << out;
   EXPECT_TRUE(out.ends_with(tail)) << out;
+}
+
+// Go's http.Error adds X-Content-Type-Options; an answer without a body has no type (Content-Length 0).
+TEST(LocalResponse, SaysNosniffWhenAskedAndIsUntypedWithoutABody) {
+  std::string out;
+  format_local_response(out, 502, "bad gateway: upstream: end of stream", true, {}, {.nosniff = true});
+  EXPECT_TRUE(has_line(out, "X-Content-Type-Options: nosniff")) << out;
+  EXPECT_TRUE(has_line(out, "Content-Type: text/plain; charset=utf-8")) << out;
+  out.clear();
+  format_local_response(out, 417, "", false, {}, {.exact_body = true});
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 417 Expectation Failed\r\n")) << out;
+  EXPECT_TRUE(has_line(out, "Content-Length: 0")) << out;
+  EXPECT_EQ(out.find("Content-Type"), std::string::npos) << out;
+  EXPECT_EQ(out.find("nosniff"), std::string::npos) << out;
 }
 
 TEST(LocalResponse, ProbeAnswersCanHaveAnExactBodyAndAnExtraField) {
