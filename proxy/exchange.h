@@ -65,13 +65,25 @@ struct LocalAnswer {
   bool nosniff = false;      // X-Content-Type-Options: nosniff (queue-proxy's 502 and 503 carry it: Go's http.Error)
 };
 
-// Receives a request's fields one by one, in order.
 // Whether a request's target is absolute-form ("http://host/path"): a client that took this hop for a
 // forward proxy (http_proxy) sends it so, naming the host it means.
 inline bool absolute_form_target(std::string_view target) {
   return !target.empty() && target.front() != '/' && target.find("://") != std::string_view::npos;
 }
 
+// The authority an absolute-form target names ("http://user@host:8080/p?q" → "host:8080"; userinfo
+// dropped); empty for a target of another form.
+inline std::string_view target_authority(std::string_view target) {
+  auto start = target.find("://");
+  if (start == std::string_view::npos) return {};
+  start += 3;
+  const auto end = target.find_first_of("/?", start);
+  auto authority = target.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
+  return authority;
+}
+
+// Receives a request's fields one by one, in order.
 class FieldSink {
  public:
   virtual void field(std::string_view name, std::string_view value) = 0;

@@ -44,13 +44,15 @@ void rewrite_request_fields(const http::request_header<>& req, const RequestRewr
   forwarded.clear();
   std::string_view xfp, xfh;
   bool te_trailers = false, client_id = false;
-  // The activator moves the original Host aside; queue-proxy puts it back for the app.
-  const std::string_view original_host = field_value(req, kOriginalHostHeader);
+  // The activator moves the original Host aside; queue-proxy puts it back for the app. Else an absolute-form
+  // target's host is the request's host, whatever Host says (RFC 9112 §3.2.2, as queue-proxy's net/http).
+  std::string_view host = field_value(req, kOriginalHostHeader);
+  if (host.empty() && absolute_form_target(req.target())) host = target_authority(req.target());
   for (const auto& f : req) {
     auto name = f.name_string();
     auto value = f.value();
     auto id = f.name();
-    if (id == http::field::host && !original_host.empty()) value = original_host;
+    if (id == http::field::host && !host.empty()) value = host;
     if (id == http::field::te) {
       te_trailers = te_trailers || listed_in_connection(value, "trailers");
       continue;

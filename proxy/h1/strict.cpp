@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/ascii.h"
+#include "proxy/exchange.h"
 #include "proxy/forward/headers.h"
 
 namespace sluice::proxy::h1 {
@@ -32,7 +33,6 @@ class ViolationCategory final : public boost::system::error_category {
       case Violation::missing_host: return "missing Host header";
       case Violation::several_hosts: return "more than one Host header";
       case Violation::bad_host: return "invalid Host header";
-      case Violation::host_mismatch: return "Host header differs from the target's authority";
       case Violation::te_in_http10: return "Transfer-Encoding in an HTTP/1.0 message";
       case Violation::te_not_chunked: return "Transfer-Encoding whose final coding is not chunked";
       case Violation::te_chunked_twice: return "chunked applied more than once";
@@ -96,15 +96,6 @@ bool valid_host(std::string_view h) {
   return true;
 }
 
-// The authority of an absolute-form target ("http://host:port/path" → "host:port"), userinfo dropped.
-std::string_view authority_of(std::string_view target) {
-  auto start = target.find("://") + 3;
-  auto end = target.find_first_of("/?", start);
-  auto authority = target.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-  if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
-  return authority;
-}
-
 bool is_absolute_form(std::string_view target) {
   auto colon = target.find("://");
   if (colon == std::string_view::npos || colon == 0 || !is_alpha(target[0])) return false;
@@ -154,7 +145,7 @@ error_code check_framing(const http::fields& f, unsigned version) {
 
 std::optional<std::string_view> absolute_form_authority(std::string_view target) {
   if (!is_absolute_form(target)) return std::nullopt;
-  return authority_of(target);
+  return target_authority(target);
 }
 
 const boost::system::error_category& violation_category() {
@@ -357,7 +348,7 @@ error_code check_request_line(std::string_view line, const HeadRules& rules) {
   if (target == "*") return method == "OPTIONS" ? error_code{} : error_code(Violation::bad_target);
   if (target[0] == '/') return connect ? error_code(Violation::bad_target) : error_code{};
   if (is_absolute_form(target))
-    return connect || !valid_host(authority_of(target)) ? error_code(Violation::bad_target) : error_code{};
+    return connect || !valid_host(target_authority(target)) ? error_code(Violation::bad_target) : error_code{};
   // authority-form
   return connect && valid_host(target) ? error_code{} : error_code(Violation::bad_target);
 }
@@ -381,8 +372,6 @@ error_code check_request_fields(const http::request_header<>& req) {
   if (hosts == 0 && version >= 11) return Violation::missing_host;
   if (hosts == 1 && !valid_host(host)) return Violation::bad_host;
   if (original_host && !valid_host(*original_host)) return Violation::bad_host;
-  auto target = req.target();
-  if (hosts == 1 && is_absolute_form(target) && !iequals(authority_of(target), host)) return Violation::host_mismatch;
   return check_framing(req, version);
 }
 

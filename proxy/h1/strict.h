@@ -33,7 +33,6 @@ enum class Violation {
   missing_host,             // 400 (HTTP/1.1)
   several_hosts,            // 400
   bad_host,                 // 400: not uri-host [":" port]
-  host_mismatch,            // 400: Host differs from an absolute-form target's authority
   te_in_http10,             // 400: Transfer-Encoding in an HTTP/1.0 message
   te_not_chunked,           // 400: chunked is not the final coding (length unknowable)
   te_chunked_twice,         // 400

@@ -156,11 +156,17 @@ answer_case("request_8bit_target_is_refused", b"GET /caf\xc3\xa9 HTTP/1.1\r\n" +
 answer_case("request_fragment_in_target_is_refused", b"GET /a#b HTTP/1.1\r\n" + H + b"\r\n",
             ("HTTP/1.1 400 Bad Request",), REFUSED, (b"400 Bad Request",), "closed",
             why="RFC 9112 §3.2: a fragment is never sent in a target; queue-proxy passes `#b` on as part of it")
-answer_case("request_absolute_form_for_another_host_is_refused", b"GET http://y/ HTTP/1.1\r\n" + H + b"\r\n",
-            ("HTTP/1.1 400 Bad Request",), REFUSED, (b"400 Bad Request",), "closed",
-            why="a target naming another host than Host: sluice refuses the contradiction (the ingress routed by "
-                "Host) where RFC 9112 §3.2.2 has an origin server take the target's host, as queue-proxy does")
 answer_case("request_after_an_empty_line_is_served", b"\r\nGET / HTTP/1.1\r\n" + H + b"\r\n", "HTTP/1.1 200 OK",
             APP_ANSWER, b"Hello from sluice-demo-app\n", "kept",
             why="RFC 9112 §2.2: a server SHOULD ignore at least one empty line before a request line (a client may "
                 "send one after a body); queue-proxy answers 400")
+
+
+@case(BASE)
+def answer_request_absolute_form_target_names_the_host(t):
+    """RFC 9112 §3.2.2: an absolute-form target's host is the request's, whatever Host says: the app gets
+    origin-form and that host, as from queue-proxy."""
+    line, _, body, end = observe(b"GET http://y.example/headers HTTP/1.1\r\nHost: x\r\n\r\n")
+    check(line == "HTTP/1.1 200 OK" and end == "kept", f"{line} ({end})")
+    check(clients.echoed_request_line(body).startswith("GET /headers "), f"{clients.echoed_request_line(body)!r}")
+    check(clients.echoed_headers(body).get("host") == "y.example", f"the app saw Host {clients.echoed_headers(body).get('host')!r}")
