@@ -289,7 +289,7 @@ std::string repair_response_head(std::string_view head) {
   if (status.size() == 12) status += ' ';
   // Fields: no whitespace before the colon; the framing fields noted.
   std::string_view length;
-  bool lengths = false, lengths_agree = true, chunked = false;
+  bool lengths = false, lengths_agree = true, coded = false;  // coded: any Transfer-Encoding
   std::vector<bool> is_length(lines.size(), false);
   for (std::size_t n = 1; n < lines.size(); ++n) {
     auto& line = lines[n];
@@ -306,19 +306,19 @@ std::string repair_response_head(std::string_view head) {
       else lengths_agree = lengths_agree && value == length;
       lengths = true;
     } else if (iequals(name, "transfer-encoding")) {
-      chunked = true;
+      coded = true;
     }
   }
   std::string out;
   out.reserve(head.size() + 24);
   bool length_kept = false;
   for (std::size_t n = 0; n < lines.size(); ++n) {
-    if (is_length[n] && (chunked || (lengths_agree && length_kept))) continue;
+    if (is_length[n] && (coded || (lengths_agree && length_kept))) continue;
     length_kept = length_kept || is_length[n];
     out += lines[n];
     out += "\r\n";
   }
-  if (chunked && lengths) out += "Connection: close\r\n";
+  if (coded && lengths) out += "Connection: close\r\n";
   out += "\r\n";
   return out;
 }
