@@ -41,6 +41,8 @@ PACKAGES=(
   python3-grpcio python3-grpc-tools python3-pkg-resources
   # tests/support/otlp_receiver.py (the OTLP test collector) decodes with protoc-made Python classes.
   python3-protobuf
+  # The conformance suite's HTTP/2 app and client encode and decode header blocks with it.
+  python3-hpack
 )
 # The image test (tests/image/run.sh, run last by `test`): podman + runc build and run the image offline.
 IMAGE_PACKAGES=(podman runc mmdebstrap mount)

@@ -10,8 +10,8 @@
 namespace sluice::proxy::forwarding {
 namespace {
 
-// 1xx responses other than 101 are interim: 100 is swallowed (sluice answered the client's Expect
-// itself), the others (103 Early Hints) are passed on.
+// 1xx responses other than 101 are interim, every one passed on (RFC 9110 §15.2): 103 Early Hints, and a
+// 100 the app sends unasked (sluice answers a client's Expect itself), as queue-proxy passes it on.
 bool is_interim(unsigned status) { return status >= 100 && status < 200 && status != 101; }
 
 // A response that names no type and no coding is given one from its first bytes (sniff.h), as queue-proxy's
@@ -42,7 +42,6 @@ asio::awaitable<error_code> Forwarding::receive_head() {
       }
       co_return error_code{};
     }
-    if (head->result_int() == 100) continue;
     if (auto wec = co_await down_.send_interim(*head)) co_return wec;
   }
 }

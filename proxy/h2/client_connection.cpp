@@ -11,6 +11,7 @@ namespace sluice::proxy::h2 {
 namespace {
 
 constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kMinFrameSize = 16 * 1024;  // SETTINGS_MAX_FRAME_SIZE's floor (RFC 9113 §6.5.2)
 
 std::vector<nghttp2_nv> to_nva(const FieldList& fields) {
   std::vector<nghttp2_nv> out;
@@ -142,7 +143,12 @@ bool ClientConnection::start() {
                                 .on_data_chunk = &on_data_chunk,
                                 .on_stream_close = &on_stream_close,
                                 .on_invalid_frame = &on_invalid_frame};
-  return wire_.start(Wire::Role::client, callbacks, this, settings, kClientWindows.connection);
+  // The app's header blocks may fill the whole response head limit (queue-proxy's Go client reads 10 MiB):
+  // as many CONTINUATION frames of the smallest size as that takes, where a client connection is held to a
+  // few (AbuseLimits::max_continuations, CVE-2024-27316). The limit in bytes still applies (on_header).
+  const std::size_t continuations = max_header_bytes_ / kMinFrameSize + 1;
+  return wire_.start(Wire::Role::client, callbacks, this, settings, kClientWindows.connection,
+                     [continuations](nghttp2_option* opt) { nghttp2_option_set_max_continuations(opt, continuations); });
 }
 
 asio::awaitable<void> ClientConnection::connect(std::shared_ptr<ClientConnection> self, tcp::endpoint endpoint,

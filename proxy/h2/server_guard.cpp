@@ -15,6 +15,14 @@ int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int erro
   return self.reject_stream(f->hd.stream_id, nghttp2_strerror(error)) ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
+int Session::on_frame_not_send(nghttp2_session* ng, const nghttp2_frame* f, int error, void* p) {
+  if (f->hd.type != NGHTTP2_HEADERS || f->hd.stream_id == 0) return 0;
+  log::warn("h2 response head not sent").kv("peer", self_of(p).peer_.peer).kv("stream", f->hd.stream_id)
+      .kv("error", nghttp2_strerror(error));
+  nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_INTERNAL_ERROR);
+  return 0;
+}
+
 bool Session::reject_stream(std::int32_t id, std::string_view why) {
   if (!rejection_logged_) {  // once per connection: a flood of them ends in end_abusive()'s line
     rejection_logged_ = true;

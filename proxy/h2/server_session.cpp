@@ -3,6 +3,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <charconv>
 #include <vector>
@@ -47,9 +48,16 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
                                 .on_data_chunk = &Session::on_data_chunk,
                                 .on_stream_close = &Session::on_stream_close,
                                 .on_begin_frame = &Session::on_begin_frame,
-                                .on_invalid_frame = &Session::on_invalid_frame};
+                                .on_invalid_frame = &Session::on_invalid_frame,
+                                .on_frame_not_send = &Session::on_frame_not_send};
+  // Any head the app may send (max_response_header_bytes, HPACK's worst case is about twice that) goes
+  // on to the client; nghttp2 alone would send none above 64 KiB.
+  const std::size_t send_head_limit = 2 * std::max(limits.max_response_header_bytes, limits.max_header_bytes) + 65536;
   if (!wire_.start(Wire::Role::server, callbacks, this, settings, kServerWindows.connection,
-                   [this](nghttp2_option* opt) { guard_.configure(opt); }))
+                   [this, send_head_limit](nghttp2_option* opt) {
+                     guard_.configure(opt);
+                     nghttp2_option_set_max_send_header_block_length(opt, send_head_limit);
+                   }))
     return false;
   if (upgraded) {
     int rv = nghttp2_session_upgrade2(wire_.session(), reinterpret_cast<const uint8_t*>(upgrade_settings.data()),
@@ -96,7 +104,8 @@ void Session::submit_local(Stream& s, const LocalAnswer& a) {
   wire_.want_write();
 }
 
-void Session::submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim) {
+void Session::submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim,
+                          std::optional<std::uint64_t> declared_length) {
   // The lowercased names and the nv array live in the session and are reused: a response head allocates
   // nothing here (nghttp2 copies the list when it is submitted). The names are sized first, so the views
   // into them stay valid while they are filled.
@@ -121,6 +130,11 @@ void Session::submit_head(Stream& s, const http::response_header<>& res, bool wi
     lowered += name.size();
   }
   if (!dated && !interim) head_nva_.push_back(nv("date", http_date_now()));
+  std::string length;
+  if (declared_length && res.find(http::field::content_length) == res.end()) {
+    length = std::to_string(*declared_length);
+    head_nva_.push_back(nv("content-length", length));
+  }
   if (interim) {
     nghttp2_submit_headers(wire_.session(), NGHTTP2_FLAG_NONE, s.id, nullptr, head_nva_.data(), head_nva_.size(),
                            nullptr);

@@ -28,7 +28,10 @@ class Session final : public ConnectionHandle {
   // For the streams.
   void submit_local(Stream& s, const LocalAnswer& a);
   // The app's response head; an interim (1xx) one goes out as a HEADERS frame of its own.
-  void submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim);
+  // declared_length: the content-length to send when `res` names none (a response without a body whose
+  // length is known: the app's HEADERS ended its stream).
+  void submit_head(Stream& s, const http::response_header<>& res, bool with_body, bool interim,
+                   std::optional<std::uint64_t> declared_length = std::nullopt);
   void reset_stream(Stream& s, std::uint32_t error);
   void consume(Stream& s, std::size_t n);
   void resume(Stream& s) {
@@ -55,6 +58,8 @@ class Session final : public ConnectionHandle {
   // Abuse and RFC 9113 §8 hooks (the accounting is in guard.h).
   static int on_begin_frame(nghttp2_session*, const nghttp2_frame_hd* hd, void* self);
   static int on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int error, void* self);
+  // A response head nghttp2 could not send: the stream is reset (INTERNAL_ERROR), not left waiting.
+  static int on_frame_not_send(nghttp2_session*, const nghttp2_frame* f, int error, void* self);
   bool reject_stream(std::int32_t id, std::string_view why);
   void end_abusive(std::uint32_t code, std::string_view why, bool cut = false);
   bool response_waiting() const;

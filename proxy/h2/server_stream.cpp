@@ -63,7 +63,8 @@ bool Stream::send_head_now(const http::response_header<>& head, BodyInfo body, b
     out->done = true;
     state = State::responded;
   }
-  session.submit_head(*this, head, with_body, false);
+  // A body known to be empty is declared so (content-length: 0), as queue-proxy's net/http declares it.
+  session.submit_head(*this, head, with_body, false, with_body ? std::nullopt : body.content_length);
   ec = {};
   return true;
 }

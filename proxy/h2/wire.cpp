@@ -80,6 +80,8 @@ bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
   if (callbacks.on_begin_frame) nghttp2_session_callbacks_set_on_begin_frame_callback(cb, callbacks.on_begin_frame);
   if (callbacks.on_invalid_frame)
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, callbacks.on_invalid_frame);
+  if (callbacks.on_frame_not_send)
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, callbacks.on_frame_not_send);
   nghttp2_session_callbacks_set_on_invalid_header_callback(cb, &Wire::on_invalid_header);
   nghttp2_option* opt;
   if (nghttp2_option_new(&opt) != 0) {

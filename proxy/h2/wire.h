@@ -97,6 +97,8 @@ struct WireCallbacks {
   // Optional: the server's abuse guard and RFC 9113 §8 checks.
   nghttp2_on_begin_frame_callback on_begin_frame = nullptr;
   nghttp2_on_invalid_frame_recv_callback on_invalid_frame = nullptr;
+  // Optional: a frame nghttp2 could not send (a response head larger than it may send).
+  nghttp2_on_frame_not_send_callback on_frame_not_send = nullptr;
 };
 
 // One nghttp2 session and the write side of its connection.

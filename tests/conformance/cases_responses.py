@@ -146,7 +146,7 @@ matrix_case("connection_close_with_length", [OK + b"Connection: close\r\n" + HEL
 matrix_case("early_hints", [b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n", OK + HELLO5],
             served(interim=[(103, [("link", "</a.css>; rel=preload")])]))
 matrix_case("early_hints_empty", [b"HTTP/1.1 103 Early Hints\r\n\r\n", OK + HELLO5], served(interim=[(103, [])]))
-matrix_case("unsolicited_100_continue", [b"HTTP/1.1 100 Continue\r\n\r\n", OK + HELLO5], served())
+matrix_case("unsolicited_100_continue", [b"HTTP/1.1 100 Continue\r\n\r\n", OK + HELLO5], served(interim=[(100, [])]))
 matrix_case("processing_then_early_hints", [b"HTTP/1.1 102 Processing\r\n\r\n",
                                             b"HTTP/1.1 103 Early Hints\r\nLink: </b>\r\n\r\n", OK + HELLO5],
             served(interim=[(102, []), (103, [("link", "</b>")])]),

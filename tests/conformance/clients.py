@@ -1,6 +1,7 @@
 """Clients the conformance suite speaks with, standard library only: a raw HTTP/1.1 client (every byte of the
 request is the case's choice: no Host, duplicates, HTTP/1.0, pipelining), a WebSocket echo client, Knative's
-Stat protobuf decoded by hand, a Prometheus text parser, a TLS client and a minimal HTTP/2 frame client."""
+Stat protobuf decoded by hand, a Prometheus text parser, a TLS client, a minimal HTTP/2 frame client, and an
+HTTP/2 client that reports every frame of a stream (H2Conn; HPACK from Debian's python3-hpack)."""
 import base64
 import os
 import socket
@@ -365,7 +366,7 @@ def tls_context(min_version=None, max_version=None, alpn=None, verify=False, caf
 # --- a minimal HTTP/2 client (prior knowledge), for requests curl and nghttp refuse to send ---
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-H2_DATA, H2_HEADERS, H2_RST, H2_SETTINGS, H2_PING, H2_GOAWAY = 0, 1, 3, 4, 6, 7
+H2_DATA, H2_HEADERS, H2_RST, H2_SETTINGS, H2_PING, H2_GOAWAY, H2_WINDOW_UPDATE, H2_CONTINUATION = 0, 1, 3, 4, 6, 7, 8, 9
 
 
 def h2_frame(ftype, flags, stream, payload=b""):
@@ -452,3 +453,97 @@ def h2_exchange(port, fields, host="127.0.0.1", timeout=5.0):
         return ("timeout", None)
     finally:
         s.close()
+
+
+class H2Stream:
+    """What an HTTP/2 client saw of one stream: each header block decoded ([(name, value)] as received, in
+    order, as str via latin-1), the DATA bytes, and how it ended: "end" (END_STREAM), ("rst", code),
+    ("goaway", code), "closed" or "timeout"."""
+
+    def __init__(self):
+        self.blocks = []
+        self.body = b""
+        self.end = None
+
+
+class H2Conn:
+    """An HTTP/2 client connection (prior knowledge) that reports what the peer sent frame by frame, without
+    judging it: a malformed answer is observed, not refused. Grants flow-control credit for every DATA frame."""
+
+    def __init__(self, host="127.0.0.1", port=8012, timeout=20.0):
+        import hpack
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.encoder, self.decoder = hpack.Encoder(), hpack.Decoder(max_header_list_size=1 << 30)
+        self.decoder.max_allowed_table_size = 1 << 16
+        self.buf = bytearray()
+        self.next_stream = 1
+        self.goaway = None
+        self.sock.sendall(H2_PREFACE + h2_frame(H2_SETTINGS, 0, 0))
+
+    def request(self, method, path, headers=(), authority="localhost"):
+        """Sends a request without a body; returns its stream id."""
+        sid, self.next_stream = self.next_stream, self.next_stream + 2
+        fields = [(":method", method), (":scheme", "http"), (":authority", authority), (":path", path), *headers]
+        self.sock.sendall(h2_frame(H2_HEADERS, 0x5, sid, self.encoder.encode(fields)))
+        return sid
+
+    def _frame(self):
+        while len(self.buf) < 9 or len(self.buf) < 9 + int.from_bytes(self.buf[:3], "big"):
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise EOFError("connection closed")
+            self.buf += chunk
+        n = int.from_bytes(self.buf[:3], "big")
+        f = (self.buf[3], self.buf[4], int.from_bytes(self.buf[5:9], "big") & 0x7FFFFFFF, bytes(self.buf[9:9 + n]))
+        del self.buf[:9 + n]
+        return f
+
+    def read(self, sid):
+        """Reads until stream sid ends; an H2Stream."""
+        st, block = H2Stream(), None
+        try:
+            while st.end is None:
+                ftype, flags, stream, payload = self._frame()
+                if ftype == H2_SETTINGS and not flags & 1:
+                    self.sock.sendall(h2_frame(H2_SETTINGS, 1, 0))
+                elif ftype == H2_PING and not flags & 1:
+                    self.sock.sendall(h2_frame(H2_PING, 1, 0, payload))
+                elif ftype == H2_GOAWAY:
+                    self.goaway = int.from_bytes(payload[4:8], "big")
+                    if int.from_bytes(payload[:4], "big") & 0x7FFFFFFF < sid:
+                        st.end = ("goaway", self.goaway)
+                elif ftype == H2_DATA:
+                    if payload:
+                        self.sock.sendall(h2_frame(H2_WINDOW_UPDATE, 0, 0, struct.pack(">I", len(payload))) +
+                                          h2_frame(H2_WINDOW_UPDATE, 0, stream, struct.pack(">I", len(payload))))
+                    if stream == sid:
+                        if flags & 0x8:
+                            payload = payload[1:len(payload) - payload[0]]
+                        st.body += payload
+                        if flags & 0x1:
+                            st.end = "end"
+                elif ftype in (H2_HEADERS, H2_CONTINUATION):
+                    if ftype == H2_HEADERS:
+                        if flags & 0x8:
+                            payload = payload[1:len(payload) - payload[0]]
+                        if flags & 0x20:
+                            payload = payload[5:]
+                        block, ended = payload, flags & 0x1
+                    else:
+                        block += payload
+                    if flags & 0x4:
+                        fields = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.decoder.decode(block, raw=True)]
+                        if stream == sid:
+                            st.blocks.append(fields)
+                            if ended:
+                                st.end = "end"
+                elif ftype == H2_RST and stream == sid:
+                    st.end = ("rst", int.from_bytes(payload[:4], "big"))
+        except (EOFError, ConnectionResetError):
+            st.end = ("goaway", self.goaway) if self.goaway is not None else "closed"
+        except socket.timeout:
+            st.end = "timeout"
+        return st
+
+    def close(self):
+        self.sock.close()

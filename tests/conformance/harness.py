@@ -22,6 +22,7 @@ APP = 8080            # sluice-demo-app, the user container
 RECORDER = 8081       # the suite's recording HTTP server (probe target, header/limit app)
 RECORDER_TLS = 8443   # the same over TLS
 RAW_APP = 8082        # the suite's raw app (a response's head and body byte for byte)
+RAW_H2_APP = 8083     # the same over h2c (frame by frame)
 GRPC_APP = 8090       # the suite's gRPC app (health + echo)
 CERT_DIR = "/var/lib/knative/certs"
 
@@ -274,6 +275,7 @@ class World:
         self._grpc = None
         self._recorder_tls = None
         self._raw = None
+        self._raw_h2 = None
         self._otlp = None
         self.proxies = 0
         self.all_proxies = []
@@ -356,6 +358,14 @@ class World:
             from upstreams import RawApp
             self._raw = RawApp(RAW_APP)
         return self._raw
+
+    @property
+    def raw_h2(self):
+        if self._raw_h2 is None:
+            self.need("python-hpack")
+            from upstreams import RawH2App
+            self._raw_h2 = RawH2App(RAW_H2_APP)
+        return self._raw_h2
 
     @property
     def grpc(self):
@@ -678,6 +688,8 @@ def run_shard(world, cases, emit, only=None):
                 _ = world.grpc
             elif profile.app == "raw":
                 _ = world.raw
+            elif profile.app == "raw-h2":
+                _ = world.raw_h2
             world.set_certs(profile.certs)
             env = profile.environment(world)
 

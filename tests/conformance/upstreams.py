@@ -1,5 +1,5 @@
 """Servers the suite runs beside the binary under test, in its own process (standard library only, except the
-gRPC app, which needs Debian's python3-grpcio):
+gRPC app, which needs Debian's python3-grpcio, and the raw h2c app, which needs its python3-hpack):
 
 - Recorder: an HTTP/1.1 server (plain or TLS) with no limits of its own on head or body size, that records
   every request (method, target, headers as received, body) so cases can see what the proxy sent. Routes:
@@ -11,6 +11,8 @@ gRPC app, which needs Debian's python3-grpcio):
 - RawApp: an HTTP/1.1 app that answers `/raw/NAME` with the steps RAW[NAME] names, byte for byte: bytes to
   send, ("sleep", s), "close" (a FIN) or "reset" (an RST); after the last step the connection stays open for
   the next request unless a step ended it. How an app may frame a response, well or badly.
+- RawH2App: the same over h2c (prior knowledge): answers a request for `/raw/NAME` on its stream with the steps
+  RAW_H2[NAME] names, frame by frame (header blocks HPACK-encoded as given, valid or not).
 - make_certs: a CA and a server certificate for localhost, 127.0.0.1 and ::1 (openssl CLI)."""
 import gzip
 import socket
@@ -20,6 +22,9 @@ import subprocess
 import threading
 import time
 import urllib.parse
+
+from clients import (H2_CONTINUATION, H2_DATA, H2_GOAWAY, H2_HEADERS, H2_PING, H2_RST, H2_SETTINGS, H2_WINDOW_UPDATE,
+                     h2_frame)
 
 
 def accept_loop(sock, serve):
@@ -218,6 +223,155 @@ class RawApp:
             return
         finally:
             conn.close()
+
+
+RAW_H2 = {}  # name -> [steps], filled by the cases that use RawH2App
+
+
+class H2Step:
+    """What RawH2App does on a request's stream. headers: a header block (fields as (name, value) pairs, sent as
+    given, in order; split into CONTINUATION frames of `split` bytes when given); data: a DATA frame; rst: a
+    RST_STREAM with the code; goaway: a GOAWAY (last stream: this one) with the code; frame: raw frame bytes
+    for the stream ({stream} is a function of the stream id); sleep; close (a FIN) or reset (an RST)."""
+
+    @staticmethod
+    def headers(fields, end=False, split=None, pad=0):
+        return ("headers", fields, end, split, pad)
+
+    @staticmethod
+    def data(payload, end=False, pad=0):
+        return ("data", payload, end, pad)
+
+
+class RawH2App:
+    """An h2c app that answers `/raw/NAME` with RAW_H2[NAME]: a list of H2Step.headers(...)/H2Step.data(...),
+    ("rst", code), ("goaway", code), ("frame", fn(stream) -> bytes), ("sleep", s), "close" or "reset". It reads
+    the proxy's frames on one thread per connection and answers each request in turn; it grants the proxy
+    flow-control credit as it reads, and sends no more than a default window's worth of DATA per stream."""
+
+    def __init__(self, port, host="127.0.0.1"):
+        import hpack  # noqa: F401 - fail at start, not on the first connection
+        self.port = port
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(256)
+        threading.Thread(target=accept_loop, args=(self.sock, self._serve), daemon=True).start()
+
+    @staticmethod
+    def _read_frame(conn, buf):
+        while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        n = int.from_bytes(buf[:3], "big")
+        frame = (buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, bytes(buf[9:9 + n]))
+        del buf[:9 + n]
+        return frame
+
+    def _serve(self, conn):
+        import hpack
+        conn.settimeout(60)
+        decoder, encoder = hpack.Decoder(max_header_list_size=1 << 30), hpack.Encoder()
+        buf = bytearray()
+        try:
+            while len(buf) < 24:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+            del buf[:24]  # the preface
+            conn.sendall(h2_frame(H2_SETTINGS, 0, 0))
+            block, stream = b"", 0
+            while True:
+                ftype, flags, sid, payload = self._read_frame(conn, buf)
+                if ftype == H2_SETTINGS and not flags & 1:
+                    conn.sendall(h2_frame(H2_SETTINGS, 1, 0))
+                elif ftype == H2_PING and not flags & 1:
+                    conn.sendall(h2_frame(H2_PING, 1, 0, payload))
+                elif ftype == H2_GOAWAY:
+                    return
+                elif ftype == H2_DATA and payload:
+                    conn.sendall(h2_frame(H2_WINDOW_UPDATE, 0, 0, struct.pack(">I", len(payload))) +
+                                 h2_frame(H2_WINDOW_UPDATE, 0, sid, struct.pack(">I", len(payload))))
+                elif ftype in (H2_HEADERS, H2_CONTINUATION):
+                    if ftype == H2_HEADERS:
+                        if flags & 0x8:
+                            payload = payload[1:len(payload) - payload[0]]
+                        if flags & 0x20:
+                            payload = payload[5:]
+                        block, stream = b"", sid
+                    block += payload
+                    if flags & 0x4:  # END_HEADERS: a request's head; its body is read and dropped
+                        fields = dict(decoder.decode(block, raw=True))
+                        name = fields.get(b":path", b"").decode("latin-1").split("?")[0].removeprefix("/raw/")
+                        if not self._answer(conn, encoder, stream, RAW_H2.get(name)):
+                            return
+        except (OSError, EOFError):
+            return
+        finally:
+            conn.close()
+
+    def _answer(self, conn, encoder, sid, steps):
+        """Sends the steps on stream sid; False when a step ended the connection."""
+        import hpack
+        if steps is None:
+            steps = [H2Step.headers([(":status", "404"), ("content-length", "0")], end=True)]
+        for step in steps:
+            if step == "close":
+                conn.shutdown(socket.SHUT_WR)
+                while conn.recv(65536):
+                    pass
+                return False
+            if step == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                return False
+            kind = step[0]
+            if kind == "sleep":
+                time.sleep(step[1])
+            elif kind == "headers":
+                _, fields, end, split, pad = step
+                raw = [(k.encode("latin-1") if isinstance(k, str) else k,
+                        v.encode("latin-1") if isinstance(v, str) else v) for k, v in fields]
+                try:
+                    block = encoder.encode(raw)
+                except hpack.HPACKError:
+                    block = b"".join(b"\x00" + _hpack_literal(k) + _hpack_literal(v) for k, v in raw)
+                size = split or 16384
+                parts = [block[i:i + size] for i in range(0, len(block), size)] or [b""]
+                flags = (0x1 if end else 0) | (0x4 if len(parts) == 1 else 0) | (0x8 if pad else 0)
+                first = (bytes([pad]) + parts[0] + b"\0" * pad) if pad else parts[0]
+                out = h2_frame(H2_HEADERS, flags, sid, first)
+                for i, part in enumerate(parts[1:], 2):
+                    out += h2_frame(H2_CONTINUATION, 0x4 if i == len(parts) else 0, sid, part)
+                conn.sendall(out)
+            elif kind == "data":
+                _, payload, end, pad = step
+                body = (bytes([pad]) + payload + b"\0" * pad) if pad else payload
+                conn.sendall(h2_frame(H2_DATA, (0x1 if end else 0) | (0x8 if pad else 0), sid, body))
+            elif kind == "rst":
+                conn.sendall(h2_frame(H2_RST, 0, sid, struct.pack(">I", step[1])))
+            elif kind == "goaway":
+                conn.sendall(h2_frame(H2_GOAWAY, 0, 0, struct.pack(">II", sid, step[1])))
+            elif kind == "frame":
+                conn.sendall(step[1](sid))
+        return True
+
+
+def _hpack_literal(s):
+    """An HPACK string literal, no Huffman, of any length (RFC 7541 §5.1 integer, 7-bit prefix)."""
+    n, out = len(s), bytearray()
+    if n < 127:
+        out.append(n)
+    else:
+        out.append(127)
+        n -= 127
+        while n >= 128:
+            out.append(n % 128 + 128)
+            n //= 128
+        out.append(n)
+    return bytes(out) + s
 
 
 class GrpcApp:

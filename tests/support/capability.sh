@@ -13,7 +13,7 @@
 set -uo pipefail
 
 NAMES="root busybox netns runc crun cgroup2 cgroup2-freeze cgroup2-cpu-max cgroup1-freezer cgroup1-cfs-quota podman
-chromium python-grpc python-otlp openssl curl nghttp wrk localhost kubectl h2spec tmux"
+chromium python-grpc python-otlp python-hpack openssl curl nghttp wrk localhost kubectl h2spec tmux"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-capability-XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -116,6 +116,8 @@ probe() {
     python-otlp)  # tests/support/otlp_receiver.py: protoc-made classes, served over gRPC
       /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null && command -v protoc >/dev/null ||
         { echo "no python3 grpc and protobuf modules or no protoc (python3-grpcio python3-protobuf protobuf-compiler)"; return 1; } ;;
+    python-hpack)  # the conformance suite's HTTP/2 app and client (tests/conformance/upstreams.py, clients.py)
+      /usr/bin/python3 -c 'import hpack' 2>/dev/null || { echo "/usr/bin/python3 has no hpack (python3-hpack)"; return 1; } ;;
     curl) command -v curl >/dev/null || { echo "curl is not installed"; return 1; } ;;
     nghttp) command -v nghttp >/dev/null && command -v h2load >/dev/null ||
       { echo "nghttp and h2load are not installed (nghttp2-client)"; return 1; } ;;

@@ -7,6 +7,7 @@
 #include <future>
 
 #include "harness.h"
+#include "raw_app.h"
 #include "tests/support/eventually.h"
 
 namespace sluice::test {
@@ -60,6 +61,19 @@ TEST_F(H2, NghttpSeesTrailersOfAChunkedResponse) {
   ASSERT_NE(body, std::string::npos) << r.out;
   ASSERT_NE(trailer, std::string::npos) << r.out;
   EXPECT_GT(trailer, body) << "the checksum came as a trailer, after the body";
+}
+
+// nghttp2 sends no header block above 64 KiB unless told: a larger head from the app went nowhere and the
+// client's stream hung. 100 fields of 1000 bytes: within the 8 CONTINUATION frames nghttp accepts.
+TEST(H2Heads, AnAppsHeadOver64KiBReachesAnH2Client) {
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n";
+  for (int i = 0; i < 100; ++i) head += "X-Big-" + std::to_string(i) + ": " + std::string(1000, 'v') + "\r\n";
+  RawApp app(head + "\r\nok");
+  Sidecar sidecar(SidecarOptions{.user_port = app.port()});
+  auto r = run_command({"nghttp", "-v", sidecar.url("/")}, 30s);
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000) << r.err;
+  EXPECT_NE(r.out.find("x-big-99: " + std::string(1000, 'v')), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find(":status: 200"), std::string::npos) << r.out.substr(0, 2000);
 }
 
 TEST_F(H2, H2loadManyConcurrentStreamsAllSucceed) {
