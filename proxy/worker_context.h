@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "common/watchdog.h"
 #include "proxy/config.h"
@@ -90,6 +91,9 @@ struct WorkerContext final : private Connector {
   static constexpr std::size_t kSplicePipeBytes = 256 * 1024;
   static constexpr std::size_t kIdlePipes = 64;
   SplicePipes pipes;
+  // The cleartext HTTP/2 sessions' read buffer: each read is fed to nghttp2 whole (which copies what it
+  // keeps) before the next, so the worker's sessions share one and an idle one holds none.
+  std::vector<char> h2_read = std::vector<char>(16 * 1024);
   std::map<tcp::endpoint, std::unique_ptr<h1::ClientPool>> instance_pools;
   std::map<tcp::endpoint, std::unique_ptr<h2::ClientPool>> instance_h2_pools;
   std::optional<bool> upstream_h2c;             // UpstreamProtocol::detect: what the app answered

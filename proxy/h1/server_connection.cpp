@@ -249,7 +249,7 @@ asio::awaitable<bool> Connection::upgrade_to_h2c() {
   stream1.erase(http::field::upgrade);
   stream1.erase(http::field::http2_settings);
   stream1.erase(http::field::connection);
-  upgrade_.emplace(
+  upgrade_ = std::make_unique<h2::UpgradeRequest>(
       h2::UpgradeRequest{.settings = std::move(*settings), .request = std::move(stream1), .body = std::move(payload)});
   co_return true;
 }

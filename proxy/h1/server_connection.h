@@ -122,7 +122,7 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   bool linger_ = false;  // the connection ends after a local answer: drain what the client still sends
   Clock::time_point phase_start_;
   Clock::time_point close_idle_at_ = Clock::time_point::max();  // set at shutdown
-  std::optional<h2::UpgradeRequest> upgrade_;  // set once 101 went out for h2c
+  std::unique_ptr<h2::UpgradeRequest> upgrade_;  // set once 101 went out for h2c
 };
 
 // Accepted-socket entry point: owns the Connection for its whole life.

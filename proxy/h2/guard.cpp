@@ -98,23 +98,4 @@ std::uint32_t ConnectionGuard::goaway_code(int rv) {
   return violation_.empty() ? static_cast<std::uint32_t>(NGHTTP2_PROTOCOL_ERROR) : code_;
 }
 
-asio::awaitable<void> watch_stalls(ConnectionGuard& guard, asio::steady_timer& timer,
-                                   std::function<bool()> running, std::function<bool()> waiting,
-                                   std::function<void()> on_stall) {
-  const auto limit = guard.stall_timeout();
-  if (limit.count() <= 0) co_return;
-  // Checked four times per timeout: a stall is noticed between 1 and 1.25 timeouts after it began.
-  const auto period = std::max<Clock::duration>(limit / 4, std::chrono::milliseconds(10));
-  while (running()) {
-    timer.expires_after(period);
-    auto [ec] = co_await timer.async_wait(use_nothrow);
-    if (ec || !running()) co_return;
-    if (guard.stalled(waiting())) {
-      on_stall();
-      co_return;
-    }
-    if (!waiting()) guard.progress();  // nothing waits: the clock starts when something does
-  }
-}
-
 }  // namespace sluice::proxy::h2

@@ -6,9 +6,10 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <utility>
 #include <string_view>
 
@@ -60,6 +61,11 @@ class ConnectionGuard {
   // With response bytes `waiting` for the client: has there been no progress for the stall timeout?
   bool stalled(bool waiting, Clock::time_point now = Clock::now()) const;
   Clock::duration stall_timeout() const { return limits_.stall_timeout; }
+  // How often stalled() is asked: four times per timeout, so a stall is noticed between 1 and 1.25
+  // timeouts after it began.
+  Clock::duration stall_check_period() const {
+    return std::max<Clock::duration>(limits_.stall_timeout / 4, std::chrono::milliseconds(10));
+  }
 
   // The limit that was exceeded, for the log line ("" while none was).
   std::string_view violation() const { return violation_; }
@@ -83,11 +89,5 @@ class ConnectionGuard {
   std::string_view violation_;
   std::uint32_t code_ = NGHTTP2_ENHANCE_YOUR_CALM;
 };
-
-// Runs while `running()`: once `waiting()` has been true with no progress for the guard's stall
-// timeout, calls `on_stall()` and returns. `timer` is the caller's, so it can cancel the wait.
-asio::awaitable<void> watch_stalls(ConnectionGuard& guard, asio::steady_timer& timer,
-                                   std::function<bool()> running, std::function<bool()> waiting,
-                                   std::function<void()> on_stall);
 
 }  // namespace sluice::proxy::h2

@@ -2,6 +2,7 @@
 // HTTP/1.1 `Upgrade: h2c` request, which becomes stream 1.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +22,8 @@ struct UpgradeRequest {
 struct Handover {
   Downstream socket;
   std::string initial_bytes;  // read from the socket, not yet given to any codec
-  std::optional<UpgradeRequest> upgrade;
+  // Held by pointer: a Handover waits in every HTTP/1.1 connection's coroutine frame, an upgrade in few.
+  std::unique_ptr<UpgradeRequest> upgrade;
 };
 
 // Whether the first bytes of a plain-port connection are neither the HTTP/2 preface nor an HTTP/1.x

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <charconv>
+#include <span>
+#include <tuple>
 #include <vector>
 
 #include "common/log.h"
@@ -26,9 +28,8 @@ Session::Session(WorkerContext& worker, Downstream socket, PeerName peer)
       peer_(std::move(peer)),
       wire_(socket_.get_executor()),
       streams_finished_(socket_.get_executor()),
-      idle_timer_(socket_.get_executor()),
       guard_(worker_.config.limits.h2),
-      stall_timer_(socket_.get_executor()) {
+      watchdog_(worker.watchdogs, *this) {
   wire_.on_progress = [this] { guard_.progress(); };
   worker_.connections.insert(this);
 }
@@ -200,19 +201,37 @@ asio::awaitable<void> Session::refuse(Stream& s, LocalAnswer answer) {
   log_exchange(worker_, s.record);
 }
 
-asio::awaitable<void> Session::idle_watch() {
-  const auto limit = worker_.config.timeouts.client_header;
-  if (limit.count() <= 0) co_return;
-  auto& t = idle_timer_;
-  while (!broken_) {
-    t.expires_at(last_activity_ + limit);
-    co_await t.async_wait(use_nothrow);
-    if (broken_ || done()) co_return;
-    if (open_streams_ == 0 && running_ == 0 && Clock::now() >= last_activity_ + limit) {
-      close_when_idle();
-      co_return;
+Clock::time_point Session::next_deadline() const {
+  if (!watched_ || broken_) return Clock::time_point::max();
+  auto d = next_stall_check_;
+  if (const auto idle = worker_.config.timeouts.client_header; idle.count() > 0) d = std::min(d, last_activity_ + idle);
+  return d;
+}
+
+void Session::on_deadline() {
+  const auto now = Clock::now();
+  if (now >= next_stall_check_) {
+    next_stall_check_ = now + guard_.stall_check_period();
+    const bool waiting = response_waiting();
+    if (guard_.stalled(waiting, now)) {
+      watched_ = false;
+      end_abusive(NGHTTP2_ENHANCE_YOUR_CALM, "stalled: response waits on a client that does not read", true);
+      return;
     }
-    if (Clock::now() >= last_activity_ + limit) last_activity_ = Clock::now();  // busy, not idle
+    if (!waiting) guard_.progress();  // nothing waits: the clock starts when something does
+  }
+  const auto idle = worker_.config.timeouts.client_header;
+  if (idle.count() > 0 && now >= last_activity_ + idle) {
+    if (done()) {
+      watched_ = false;
+      return;
+    }
+    if (open_streams_ == 0 && running_ == 0) {
+      watched_ = false;
+      close_when_idle();
+      return;
+    }
+    last_activity_ = now;  // busy, not idle
   }
 }
 
@@ -224,7 +243,7 @@ void Session::close_when_idle() {
   wire_.want_write();
 }
 
-asio::awaitable<void> Session::run(const std::string& initial, std::optional<UpgradeRequest>& upgrade) {
+asio::awaitable<void> Session::run(const std::string& initial, std::unique_ptr<UpgradeRequest>& upgrade) {
   error_code ignore;
   socket_.set_option(tcp::no_delay(true), ignore);
   bool head_upgrade = upgrade && upgrade->request.method() == http::verb::head;
@@ -253,20 +272,10 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
     socket_.cancel(cancel_error);  // ends the reader
     writer_done.signal();
   }, asio::detached);
-  Completion stall_done(socket_.get_executor());
-  asio::co_spawn(socket_.get_executor(), [this, &stall_done]() -> asio::awaitable<void> {
-    co_await watch_stalls(
-        guard_, stall_timer_, [this] { return !broken_; }, [this] { return response_waiting(); },
-        [this] { end_abusive(NGHTTP2_ENHANCE_YOUR_CALM, "stalled: response waits on a client that does not read", true); });
-    stall_done.signal();
-  }, asio::detached);
-  Completion idle_done(socket_.get_executor());
-  asio::co_spawn(socket_.get_executor(), [this, &idle_done]() -> asio::awaitable<void> {
-    co_await idle_watch();
-    idle_done.signal();
-  }, asio::detached);
+  if (guard_.stall_timeout().count() > 0) next_stall_check_ = Clock::now() + guard_.stall_check_period();
+  watched_ = true;
+  watchdog_.rearm();
 
-  std::vector<char> buf(16 * 1024);
   auto feed = [this](const char* data, std::size_t n) {
     int rv = wire_.feed(data, n);
     if (rv < 0) end_abusive(guard_.goaway_code(rv), nghttp2_strerror(rv));
@@ -274,15 +283,28 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   };
   bool ok = initial.empty() || feed(initial.data(), initial.size());
   bool client_closed = false;
+  // A cleartext session waits for bytes holding no buffer and reads them into the worker's; a TLS one
+  // reads into its own (OpenSSL may hold decrypted bytes that the socket no longer shows as readable).
+  const bool tls = socket_.is_tls();
+  std::vector<char> own(tls ? 16 * 1024 : 0);
+  if (!tls) socket_.socket().non_blocking(true, ignore);
   while (ok && !broken_) {
     if (finished()) break;
-    auto [ec, n] = co_await socket_.async_read_some(asio::buffer(buf), use_nothrow);
+    error_code ec;
+    std::size_t n = 0;
+    if (tls) {
+      std::tie(ec, n) = co_await socket_.async_read_some(asio::buffer(own), use_nothrow);
+    } else {
+      std::tie(ec) = co_await socket_.socket().async_wait(tcp::socket::wait_read, use_nothrow);
+      if (!ec) n = socket_.socket().read_some(asio::buffer(worker_.h2_read), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) continue;  // a stale readiness
+    }
     if (ec) {
       client_closed = ec != asio::error::operation_aborted;
       break;
     }
     last_activity_ = Clock::now();
-    ok = feed(buf.data(), n);
+    ok = feed(tls ? own.data() : worker_.h2_read.data(), n);
   }
   // Reading is over: streams still open end with it; then the writer flushes what is left.
   for (auto& s : streams_) {
@@ -302,12 +324,11 @@ asio::awaitable<void> Session::run(const std::string& initial, std::optional<Upg
   }
   socket_.cancel(ignore);
   co_await writer_done.wait();
-  idle_timer_.cancel();
-  co_await idle_done.wait();
-  stall_timer_.cancel();
-  co_await stall_done.wait();
+  watched_ = false;
+  watchdog_.disarm();
   socket_.shutdown(tcp::socket::shutdown_send, ignore);
-  if (!client_closed) co_await linger(socket_, buf, worker_.config.limits);
+  // What lingering reads is dropped: the worker's buffer serves as well as any.
+  if (!client_closed) co_await linger(socket_, tls ? std::span<char>(own) : std::span<char>(worker_.h2_read), worker_.config.limits);
   socket_.close(ignore);
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "common/watchdog.h"
 #include "proxy/h2/guard.h"
 #include "proxy/h2/handover.h"
 #include "proxy/h2/server_stream.h"
@@ -17,12 +18,12 @@
 
 namespace sluice::proxy::h2 {
 
-class Session final : public ConnectionHandle {
+class Session final : private net::Watchdog::Target, public ConnectionHandle {
  public:
   Session(WorkerContext& worker, Downstream socket, PeerName peer);
   ~Session();
 
-  asio::awaitable<void> run(const std::string& initial, std::optional<UpgradeRequest>& upgrade);
+  asio::awaitable<void> run(const std::string& initial, std::unique_ptr<UpgradeRequest>& upgrade);
   void close_when_idle() override;
 
   // For the streams.
@@ -71,7 +72,6 @@ class Session final : public ConnectionHandle {
   Stream& add_stream(std::int32_t id);
   void launch(Stream& s);
   void forget_if_done(Stream& s);
-  asio::awaitable<void> idle_watch();
   // Answers a request refused before forwarding (431, a bad Host, ...), then logs it.
   asio::awaitable<void> refuse(Stream& s, LocalAnswer answer);
   bool done() const { return !wire_.wants_io(); }
@@ -85,12 +85,18 @@ class Session final : public ConnectionHandle {
   std::size_t open_streams_ = 0;  // not closed by nghttp2 yet
   std::size_t running_ = 0;       // serve_stream() coroutines not yet finished
   Notifier streams_finished_;
-  asio::steady_timer idle_timer_;
   bool going_away_ = false;
   bool broken_ = false;
   Clock::time_point last_activity_ = Clock::now();
   ConnectionGuard guard_;
-  asio::steady_timer stall_timer_;
+  // The idle close (no stream for the header timeout: GOAWAY) and the stall check (response bytes that
+  // wait on a client without progress for the stall timeout, looked at four times per timeout) are one
+  // entry in the worker's deadline heap: no timer and no coroutine of their own.
+  Clock::time_point next_deadline() const override;
+  void on_deadline() override;
+  net::Watchdog watchdog_;
+  Clock::time_point next_stall_check_ = Clock::time_point::max();
+  bool watched_ = false;  // the deadlines apply (from the start of run() until its reader ends)
   bool rejection_logged_ = false;
   std::string head_names_;          // submit_head's scratch, reused
   std::vector<nghttp2_nv> head_nva_;

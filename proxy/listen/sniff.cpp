@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <string>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
@@ -31,17 +32,20 @@ asio::awaitable<void> refuse_bad_preface(tcp::socket& socket) {
   socket.shutdown(tcp::socket::shutdown_both, ignore);
 }
 
-}  // namespace
+// What a plain-port connection's first bytes decided.
+struct Sniffed {
+  enum class Next { close, http1, h2, bad_preface, refuse_http1 };
+  Next next = Next::close;
+  std::string bytes;  // read from the socket already: the client preface, or the start of an HTTP/1.x request
+};
 
-asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
+// Waits for the first bytes and decides what serves the connection. A coroutine of its own, so that its
+// frame (the header timer, the peek buffer, the waits) is gone before the connection is served: every idle
+// connection would keep it.
+asio::awaitable<void> sniff(WorkerContext& worker, tcp::socket& socket, Sniffed& out) {
   using namespace asio::experimental::awaitable_operators;
-  const std::string nothing;
+  using Next = Sniffed::Next;
   const auto protocols = worker.config.plain_protocols;
-  if (protocols == ProxyConfig::PlainProtocols::http1) {
-    Downstream down(std::move(socket));
-    co_await h1::serve(worker, down, nothing);
-    co_return;
-  }
   const auto preface = h2::kClientPreface;
   const auto pri_line = preface.substr(0, preface.find('\n') + 1);  // "PRI * HTTP/2.0\r\n"
   // Peek, not read: an HTTP/1.1 client's bytes stay in the socket for the h1 codec.
@@ -64,20 +68,12 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
     // The preface's first line and then something else, or a first line that is not HTTP/1.x either, is a
     // failed HTTP/2 preface, the only other protocol this port speaks: GOAWAY PROTOCOL_ERROR (RFC 9113 §3.4;
     // h2spec 3.5/2).
-    if (seen.starts_with(pri_line) || h2::is_bad_preface(seen)) {
-      co_await refuse_bad_preface(socket);
-      co_return;
-    }
-    if (protocols == ProxyConfig::PlainProtocols::h2c) {
-      co_await refuse_http1(socket);
-      co_return;
-    }
-    Downstream down(std::move(socket));
-    co_await h1::serve(worker, down, nothing);
+    if (seen.starts_with(pri_line) || h2::is_bad_preface(seen)) out.next = Next::bad_preface;
+    else out.next = protocols == ProxyConfig::PlainProtocols::h2c ? Next::refuse_http1 : Next::http1;
     co_return;
   }
   // The preface so far, possibly split across segments: read it for real until it is whole or not.
-  std::string got;
+  std::string& got = out.bytes;
   while (got.size() < preface.size() && preface.starts_with(got)) {
     char buf[24];
     auto want = preface.size() - got.size();
@@ -87,17 +83,35 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
     if (ec) co_return;
     got.append(buf, m);
   }
-  const PeerName peer = peer_name(socket);
-  if (got == preface) {
-    h2::Handover handover{.socket = Downstream(std::move(socket)), .initial_bytes = std::move(got)};
-    co_await h2::serve(worker, handover, peer);
-  } else if (got.starts_with(pri_line)) {
-    co_await refuse_bad_preface(socket);  // "PRI * HTTP/2.0" and then not the rest of the preface
-  } else if (protocols == ProxyConfig::PlainProtocols::h2c) {
-    co_await refuse_http1(socket);
-  } else {
-    Downstream down(std::move(socket));
-    co_await h1::serve(worker, down, got);
+  if (got == preface) out.next = Next::h2;
+  else if (got.starts_with(pri_line)) out.next = Next::bad_preface;  // "PRI * HTTP/2.0" and then not the rest
+  else out.next = protocols == ProxyConfig::PlainProtocols::h2c ? Next::refuse_http1 : Next::http1;
+}
+
+}  // namespace
+
+// This frame lives as long as the connection: it holds the socket until a codec takes it, the decision,
+// and the codec's awaitable, nothing more.
+asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
+  using Next = Sniffed::Next;
+  Sniffed sniffed;
+  if (worker.config.plain_protocols == ProxyConfig::PlainProtocols::http1) sniffed.next = Next::http1;
+  else co_await sniff(worker, socket, sniffed);
+  switch (sniffed.next) {
+    case Next::http1: {
+      Downstream down(std::move(socket));
+      co_await h1::serve(worker, down, sniffed.bytes);
+      break;
+    }
+    case Next::h2: {
+      const PeerName peer = peer_name(socket);
+      h2::Handover handover{.socket = Downstream(std::move(socket)), .initial_bytes = std::move(sniffed.bytes)};
+      co_await h2::serve(worker, handover, peer);
+      break;
+    }
+    case Next::bad_preface: co_await refuse_bad_preface(socket); break;
+    case Next::refuse_http1: co_await refuse_http1(socket); break;
+    case Next::close: break;
   }
 }
 

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -90,10 +90,10 @@ static int test_one_input(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   const std::size_t piece = std::size_t{1} << (data[0] & 0x0f);
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
-  std::optional<h2::UpgradeRequest> upgrade;
+  std::unique_ptr<h2::UpgradeRequest> upgrade;
   if ((data[0] & 0x40) && !rest.empty()) {
     const std::size_t n = std::min<std::size_t>(static_cast<std::uint8_t>(rest[0]) % 37, rest.size() - 1);
-    upgrade.emplace();
+    upgrade = std::make_unique<h2::UpgradeRequest>();
     upgrade->settings = rest.substr(1, n);
     upgrade->request.method(http::verb::get);
     upgrade->request.target("/upgrade");

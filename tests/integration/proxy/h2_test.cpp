@@ -64,16 +64,18 @@ TEST_F(H2, NghttpSeesTrailersOfAChunkedResponse) {
 }
 
 // nghttp2 sends no header block above 64 KiB unless told: a larger head from the app went nowhere and the
-// client's stream hung. 100 fields of 1000 bytes: within the 8 CONTINUATION frames nghttp accepts.
+// client's stream hung. 100 fields of 1000 bytes: within the 8 CONTINUATION frames curl's nghttp2 accepts.
+// (nghttp itself resets such a stream now and then, after about 64 KiB of fields: curl, not nghttp.)
 TEST(H2Heads, AnAppsHeadOver64KiBReachesAnH2Client) {
   std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n";
   for (int i = 0; i < 100; ++i) head += "X-Big-" + std::to_string(i) + ": " + std::string(1000, 'v') + "\r\n";
   RawApp app(head + "\r\nok");
   Sidecar sidecar(SidecarOptions{.user_port = app.port()});
-  auto r = run_command({"nghttp", "-v", sidecar.url("/")}, 30s);
+  auto r = run_command({"curl", "-sS", "--max-time", "10", "--http2-prior-knowledge", "-D", "-", "-o", "/dev/null",
+                        sidecar.url("/")}, 30s);
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 2000) << r.err;
+  EXPECT_EQ(r.out.substr(0, 11), "HTTP/2 200 ") << r.out.substr(0, 2000);
   EXPECT_NE(r.out.find("x-big-99: " + std::string(1000, 'v')), std::string::npos) << r.out.substr(0, 2000);
-  EXPECT_NE(r.out.find(":status: 200"), std::string::npos) << r.out.substr(0, 2000);
 }
 
 TEST_F(H2, H2loadManyConcurrentStreamsAllSucceed) {
@@ -189,6 +191,22 @@ TEST(H2Drain, SigtermUnderH2LoadLosesNothingAndExitsZero) {
   ASSERT_TRUE(under_load) << "the load ended before SIGTERM: " << r.out;
   EXPECT_NE(r.out.find(std::to_string(kRequests) + " succeeded, 0 failed, 0 errored"), std::string::npos) << r.out;
   EXPECT_EQ(exit_status(*sidecar.process), "exited 0");
+}
+
+// The header timeout applies to an HTTP/2 connection with no stream as to an idle HTTP/1.1 one: GOAWAY
+// NO_ERROR once it has passed, not before.
+TEST(H2Timeouts, AnIdleConnectionGetsGoawayAfterTheHeaderTimeout) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", "1"}}}};
+  RawClient client(sidecar.port);
+  const auto start = std::chrono::steady_clock::now();
+  client.send(std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\4\0\0\0\0\0", 9));
+  client.read_until(std::string("\0\0\0\4\1\0\0\0\0", 9));  // the server's SETTINGS ack of ours
+  // A GOAWAY frame: length 8, type 7, flags 0, stream 0, then the last stream (0) and NO_ERROR.
+  const std::string goaway("\0\0\x08\x07\0\0\0\0\0\0\0\0\0\0\0\0\0", 17);
+  auto got = client.read_until(goaway, 10s);
+  EXPECT_NE(got.find(goaway), std::string::npos);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1s) << "GOAWAY came before the header timeout";
 }
 
 TEST(H2Drain, AnIdleH2ConnectionGetsGoawayAtShutdown) {
