@@ -1,11 +1,15 @@
 // Workers and acceptors; see server.h.
 #include "proxy/listen/server.h"
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <optional>
 #include <thread>
 
 #include "common/cpu_budget.h"
 #include "common/log.h"
+#include "common/thread_cache.h"
 #include "proxy/asio.h"
 #include "proxy/listen/listen.h"
 #include "proxy/listen/sniff.h"
@@ -46,6 +50,7 @@ class Worker {
     asio::post(io_, [this, listeners] {
       if (listeners == Server::Listeners::handed_over) close_listeners();
       context_.draining = true;
+      trim_timer_.cancel();  // the process is ending: no trim, and no timer to keep the worker running
       context_.close_idle();
       // Copy: closing may erase from the set.
       std::vector<ConnectionHandle*> conns(context_.connections.begin(), context_.connections.end());
@@ -112,8 +117,11 @@ class Worker {
   // `open_` counts the connection already; the completion handler uncounts it. A TLS connection is
   // handshaken with the certificate current at accept.
   void serve(tcp::socket socket, bool tls) {
+    peak_ = std::max(peak_, ++mine_);
     auto done = [this](std::exception_ptr e) {
       open_.fetch_sub(1, std::memory_order_relaxed);
+      --mine_;
+      after_burst();
       if (!e) return;
       try {
         std::rethrow_exception(e);
@@ -125,12 +133,33 @@ class Worker {
     else asio::co_spawn(io_, serve_plain(context_, std::move(socket)), done);
   }
 
+  // Memory a burst of connections took goes back to the system once the burst is over: when this worker's
+  // connections have fallen below half their peak (a peak of kBurst or more), and still are 2 s later, its
+  // free lists go back to malloc and malloc gives its free pages back (malloc_trim). Nothing runs while
+  // the count is steady, so an idle worker stays idle.
+  static constexpr std::size_t kBurst = 256;
+  void after_burst() {
+    if (trim_armed_ || context_.draining || peak_ < kBurst || mine_ * 2 >= peak_) return;
+    trim_armed_ = true;
+    trim_timer_.expires_after(std::chrono::seconds(2));
+    trim_timer_.async_wait([this](error_code ec) {
+      trim_armed_ = false;
+      if (ec || mine_ * 2 >= peak_) return;
+      memory::release_thread_cache();
+      ::malloc_trim(0);
+      peak_ = mine_;
+    });
+  }
+
   asio::io_context io_;
   tcp::acceptor acceptor_;
   tcp::acceptor tls_acceptor_;  // open only with a TLS configuration
   asio::steady_timer settle_{io_};  // at shutdown, until the listeners close
   WorkerContext context_;
   std::atomic<std::size_t>& open_;
+  std::size_t mine_ = 0, peak_ = 0;  // this worker's open connections, and their most since the last trim
+  asio::steady_timer trim_timer_{io_};
+  bool trim_armed_ = false;
   std::thread thread_;
 };
 
