@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "common/log.h"
@@ -125,6 +126,19 @@ std::string read_all(int fd) {
   return text;
 }
 
+// The lock of a slot whose owner is gone, which others hold only briefly: another runtime starting at the
+// same time, sweeping this slot, or a child of the owner between fork and exec. Waited for, up to 2 s, so
+// that when a runtime's sweep has returned every slot of a dead owner is gone (a sweep that gave up at once
+// left it to the other, which might still be undoing it).
+bool lock_orphaned(int fd) {
+  for (int i = 0; i < 100; ++i) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 // Sweeps one slot file if its owner is gone; true when it did. Two runtimes that start at once both sweep,
 // and the moment the file goes the slot's next owner may take it and make a link of the same name: the file
 // is undone only by the sweep that holds its lock while it is still the one at `path`, and removed before
@@ -143,7 +157,7 @@ bool sweep_one(const fs::path& path) {
   // one whose owner still runs.
   if ((in >> word >> pid >> started) && word == "owner" &&
       !(pid > 0 && process_start_time(pid) == started && started != 0) &&
-      ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
+      lock_orphaned(fd) && ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &current) == 0 &&
       held.st_dev == current.st_dev && held.st_ino == current.st_ino) {
     undo(text);
     ::unlink(path.c_str());

@@ -107,6 +107,8 @@ FieldList Connection::request_trailers() {
 }
 
 asio::awaitable<error_code> Connection::send_interim(const http::response_header<>& head) {
+  // RFC 9110 §15.2: a server must not send a 1xx response to an HTTP/1.0 client.
+  if (parser_->get().version() < 11) co_return error_code{};
   head_.clear();
   format_downstream_response(head_, head, Framing::none, std::nullopt, true, false, parser_->get().version());
   co_return co_await write_all(head_);

@@ -6,25 +6,15 @@ answers, the status line, every header but Date, the body's framing and bytes, t
 connection ends (kept for the next request, closed, or cut mid-body). Each expectation is what Knative's
 queue-proxy v1.23 gives the same client; where a response it serves would be refused, that is a deliberate
 difference with its reason."""
-import hashlib
-
 import clients
 import upstreams
-from harness import MAIN, RAW_APP, Profile, case, check, deliberate
+from harness import MAIN, RAW_APP, Profile, case, check, deliberate, observed_case, short
 
 RAW = Profile("raw-app", {"USER_PORT": str(RAW_APP), "SERVING_READINESS_PROBE": (
     '{"tcpSocket":{"port":%d,"host":"127.0.0.1"},"successThreshold":1}' % RAW_APP)}, app="raw")
 
 OK = b"HTTP/1.1 200 OK\r\n"
 upstreams.RAW["next"] = [OK + b"Content-Length: 4\r\n\r\nnext"]
-
-
-def _short(v):
-    """A long value as its length and digest, so that a failure message stays readable."""
-    if isinstance(v, (bytes, str)) and len(v) > 120:
-        raw = v.encode("latin-1") if isinstance(v, str) else v
-        return f"<{len(raw)} bytes {hashlib.sha1(raw).hexdigest()[:12]}>"
-    return v
 
 
 def observe(name, method="GET"):
@@ -37,14 +27,14 @@ def observe(name, method="GET"):
             r = c.read_response(head_only=method == "HEAD")
         except (EOFError, ConnectionResetError) as e:
             return {"status": None, "end": f"closed before a response ({type(e).__name__})"}
-        headers = sorted(((k.lower(), _short(v)) for k, v in r.headers if k.lower() != "date"),
+        headers = sorted(((k.lower(), short(v)) for k, v in r.headers if k.lower() != "date"),
                          key=lambda kv: kv[0])
         te = (r.header("transfer-encoding") or "").lower()
         framing = ("none" if method == "HEAD" or r.status in (204, 304) else
                    "chunked" if "chunked" in te else "length" if r.has("content-length") else "close")
         out = {"interim": [(s, sorted((k.lower(), v) for k, v in h)) for s, h in r.interim],
                "status": r.status, "reason": r.reason, "headers": headers, "framing": framing,
-               "body": _short(r.body), "trailers": sorted((k.lower(), v) for k, v in r.trailers)}
+               "body": short(r.body), "trailers": sorted((k.lower(), v) for k, v in r.trailers)}
         if not r.complete:
             out["end"] = "cut"
         elif framing == "close":
@@ -62,29 +52,10 @@ def observe(name, method="GET"):
 
 
 def matrix_case(name, steps, expect, method="GET", why=None):
-    """A case named `response_NAME`: the raw app answers with steps; the client must observe expect: each
-    key of the observation it names must be equal (a callable: must hold of it), and `fields` names header
-    fields whose values (a list) must be these (an empty list: absent)."""
+    """A case named `response_NAME`: the raw app answers with steps; the client must observe expect
+    (harness.observed_case)."""
     upstreams.RAW[name] = steps
-
-    def fn(t):
-        got = observe(name, method)
-        diff = {}
-        for k, v in expect.items():
-            if k == "fields":
-                have = {n: [x for h, x in got.get("headers", []) if h == n] for n in v}
-                diff.update({f"field {n}": (have[n], want) for n, want in v.items() if have[n] != want})
-            elif callable(v):
-                if not v(got.get(k)):
-                    diff[k] = (got.get(k), v.__doc__)
-            elif got.get(k) != v:
-                diff[k] = (got.get(k), v)
-        check(not diff, f"differs (got, expected): {diff}; whole observation: {got}")
-    fn.__name__ = f"response_{name}"
-    fn.__module__ = __name__
-    if why:
-        fn = deliberate(why)(fn)
-    case(RAW)(fn)
+    observed_case(RAW, f"response_{name}", lambda: observe(name, method), expect, __name__, why)
 
 
 def served(body=b"hello", framing="length", end="kept", status=200, reason="OK", **more):
@@ -188,9 +159,9 @@ matrix_case("empty_content_type", [OK + b"Content-Type:\r\n" + HELLO5],
 # Heads: large, many fields, single large fields, odd status lines, odd fields. The reason phrase is the
 # registered one whatever the app sent ("status code N" for an unregistered status), as net/http writes it.
 matrix_case("head_of_600k", [OK + b"".join(b"X-Big-%d: %s\r\n" % (i, b"v" * 1000) for i in range(600)) + HELLO5],
-            served(fields={"x-big-599": [_short("v" * 1000)]}))
+            served(fields={"x-big-599": [short("v" * 1000)]}))
 matrix_case("head_of_2m", [OK + b"".join(b"X-Big-%d: %s\r\n" % (i, b"v" * 1000) for i in range(2000)) + HELLO5],
-            served(fields={"x-big-1999": [_short("v" * 1000)]}))
+            served(fields={"x-big-1999": [short("v" * 1000)]}))
 matrix_case("head_of_11m", [OK + b"".join(b"X-Big-%d: %s\r\n" % (i, b"v" * 10000) for i in range(1100)) + HELLO5],
             BAD_GATEWAY)
 matrix_case("many_fields", [OK + b"".join(b"X-F%d: v\r\n" % i for i in range(3000)) + HELLO5],
@@ -246,3 +217,18 @@ matrix_case("trailers_undeclared", [OK + b"Transfer-Encoding: chunked\r\n\r\n5\r
             served(framing="chunked", trailers=[("x-late", "1")]))
 matrix_case("trailer_forbidden_field", [OK + b"Trailer: Content-Length\r\nTransfer-Encoding: chunked\r\n\r\n"
                                              b"5\r\nhello\r\n0\r\nContent-Length: 9\r\n\r\n"], BAD_GATEWAY)
+
+
+@case(RAW)
+@deliberate("RFC 9110 §15.2: a server must not send a 1xx response to an HTTP/1.0 client: sluice drops the app's "
+            "103 for one; queue-proxy sends it")
+def response_early_hints_to_an_http10_client(t):
+    """RFC 9110 §15.2: a server must not send a 1xx to an HTTP/1.0 client: the app's 103 stops at the proxy."""
+    c = clients.Conn(port=MAIN, timeout=20)
+    try:
+        c.send(clients.build_request("GET", "/raw/early_hints", version="HTTP/1.0"))
+        r = c.read_response()
+        check(r.status == 200 and r.body == b"hello", f"{r!r}")
+        check(r.interim == [], f"interim answers reached an HTTP/1.0 client: {r.interim}")
+    finally:
+        c.close()

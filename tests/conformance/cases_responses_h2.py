@@ -10,12 +10,11 @@ The revision's port is 8013, Knative's for a container port named h2c: queue-pro
 requests to the app as h2c on any port; sluice on this one. Each expectation is what Knative's queue-proxy
 v1.23 gives the same client; where a response it serves would be refused, that is a deliberate difference
 with its reason."""
-import hashlib
 import json
 
 import clients
 import upstreams
-from harness import RAW_H2_APP, Profile, case, check, deliberate
+from harness import RAW_H2_APP, Profile, observed_case, short
 from upstreams import H2Step
 
 H2C = 8013
@@ -31,14 +30,6 @@ upstreams.RAW_H2["next"] = [H([(":status", "200"), ("content-length", "4")]), D(
 ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR", 5: "STREAM_CLOSED",
           6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 8: "CANCEL", 9: "COMPRESSION_ERROR", 10: "CONNECT_ERROR",
           11: "ENHANCE_YOUR_CALM", 13: "HTTP_1_1_REQUIRED"}
-
-
-def _short(v):
-    """A long value as its length and digest, so that a failure message stays readable."""
-    if isinstance(v, (bytes, str)) and len(v) > 120:
-        raw = v.encode("latin-1") if isinstance(v, str) else v
-        return f"<{len(raw)} bytes {hashlib.sha1(raw).hexdigest()[:12]}>"
-    return v
 
 
 def _end(end):
@@ -62,9 +53,9 @@ def observe(name, method="GET"):
         if final:
             head = final[0]
             out["status"] = dict(head).get(":status")
-            out["headers"] = sorted(((k, _short(v)) for k, v in head if k != "date" and not k.startswith(":")),
+            out["headers"] = sorted(((k, short(v)) for k, v in head if k != "date" and not k.startswith(":")),
                                     key=lambda kv: kv[0])
-            out["body"] = _short(st.body)
+            out["body"] = short(st.body)
             out["trailers"] = sorted(final[1]) if len(final) > 1 else []
         if st.end not in ("closed", "timeout") and not (isinstance(st.end, tuple) and st.end[0] == "goaway"):
             nxt = c.read(c.request("GET", "/raw/next"))
@@ -78,29 +69,10 @@ def observe(name, method="GET"):
 
 
 def matrix_case(name, steps, expect, method="GET", why=None):
-    """A case named `response_h2_NAME`: the raw h2c app answers with steps; the client must observe expect:
-    each key of the observation it names must be equal (a callable: must hold of it), and `fields` names
-    header fields whose values (a list) must be these (an empty list: absent)."""
+    """A case named `response_h2_NAME`: the raw h2c app answers with steps; the client must observe expect
+    (harness.observed_case)."""
     upstreams.RAW_H2[name] = steps
-
-    def fn(t):
-        got = observe(name, method)
-        diff = {}
-        for k, v in expect.items():
-            if k == "fields":
-                have = {n: [x for h, x in got.get("headers", []) if h == n] for n in v}
-                diff.update({f"field {n}": (have[n], want) for n, want in v.items() if have[n] != want})
-            elif callable(v):
-                if not v(got.get(k)):
-                    diff[k] = (got.get(k), v.__doc__)
-            elif got.get(k) != v:
-                diff[k] = (got.get(k), v)
-        check(not diff, f"differs (got, expected): {diff}; whole observation: {got}")
-    fn.__name__ = f"response_h2_{name}"
-    fn.__module__ = __name__
-    if why:
-        fn = deliberate(why)(fn)
-    case(RAW_H2)(fn)
+    observed_case(RAW_H2, f"response_h2_{name}", lambda: observe(name, method), expect, __name__, why)
 
 
 def served(body=b"hello", status="200", **more):
@@ -193,7 +165,7 @@ matrix_case("sniff_html_without_length", [H(status("200")), D(b"<html>hi</htm", 
 matrix_case("head_in_continuations", [H(status("200", CL5, ("x-a", "1"), ("x-b", "2")), split=5), HELLO],
             served(headers=[CL5, TYPED, ("x-a", "1"), ("x-b", "2")]))
 matrix_case("head_of_600k", [H(status("200", CL5, *((f"x-big-{i}", "v" * 1000) for i in range(600)))), HELLO],
-            served(fields={"x-big-599": [_short("v" * 1000)]}))
+            served(fields={"x-big-599": [short("v" * 1000)]}))
 matrix_case("head_of_11m", [H(status("200", CL5, *((f"x-big-{i}", "v" * 10000) for i in range(1100)))), HELLO],
             BAD_GATEWAY)
 matrix_case("many_fields", [H(status("200", CL5, *((f"x-f{i}", "v") for i in range(3000)))), HELLO],

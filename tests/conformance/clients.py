@@ -373,6 +373,20 @@ def h2_frame(ftype, flags, stream, payload=b""):
     return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
 
 
+def read_h2_frame(sock, buf):
+    """The next frame from `sock`, with `buf` (a bytearray) holding what was read past it: (type, flags,
+    stream, payload). EOFError when the peer closed first."""
+    while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError("connection closed")
+        buf += chunk
+    n = int.from_bytes(buf[:3], "big")
+    frame = (buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, bytes(buf[9:9 + n]))
+    del buf[:9 + n]
+    return frame
+
+
 def _hpack_str(s):
     b = s.encode("latin-1")
     assert len(b) < 127
@@ -487,23 +501,12 @@ class H2Conn:
         self.sock.sendall(h2_frame(H2_HEADERS, 0x5, sid, self.encoder.encode(fields)))
         return sid
 
-    def _frame(self):
-        while len(self.buf) < 9 or len(self.buf) < 9 + int.from_bytes(self.buf[:3], "big"):
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise EOFError("connection closed")
-            self.buf += chunk
-        n = int.from_bytes(self.buf[:3], "big")
-        f = (self.buf[3], self.buf[4], int.from_bytes(self.buf[5:9], "big") & 0x7FFFFFFF, bytes(self.buf[9:9 + n]))
-        del self.buf[:9 + n]
-        return f
-
     def read(self, sid):
         """Reads until stream sid ends; an H2Stream."""
         st, block = H2Stream(), None
         try:
             while st.end is None:
-                ftype, flags, stream, payload = self._frame()
+                ftype, flags, stream, payload = read_h2_frame(self.sock, self.buf)
                 if ftype == H2_SETTINGS and not flags & 1:
                     self.sock.sendall(h2_frame(H2_SETTINGS, 1, 0))
                 elif ftype == H2_PING and not flags & 1:

@@ -2,6 +2,7 @@
 environment plus overrides), the case registry, the binary-under-test process, waits, and the runner of one
 shard (a set of profiles run in one private network namespace)."""
 import copy
+import hashlib
 import importlib.util
 import json
 import os
@@ -168,6 +169,38 @@ def case(profile=None, needs=(), shard=None, since=None):
 def check(cond, message):
     if not cond:
         raise AssertionError(message)
+
+
+def short(v):
+    """A long value as its length and digest, so that a failure message stays readable."""
+    if isinstance(v, (bytes, str)) and len(v) > 120:
+        raw = v.encode("latin-1") if isinstance(v, str) else v
+        return f"<{len(raw)} bytes {hashlib.sha1(raw).hexdigest()[:12]}>"
+    return v
+
+
+def observed_case(profile, name, observe, expect, module, why=None):
+    """Registers a case `name` (in `module`'s area) that checks observe(), a dict, against expect: each key
+    of the observation it names must be equal (a callable: must hold of it), and `fields` names header
+    fields whose values (a list) must be these (an empty list: absent). `why` makes it deliberate."""
+    def fn(t):
+        got = observe()
+        diff = {}
+        for k, v in expect.items():
+            if k == "fields":
+                have = {n: [x for h, x in got.get("headers", []) if h == n] for n in v}
+                diff.update({f"field {n}": (have[n], want) for n, want in v.items() if have[n] != want})
+            elif callable(v):
+                if not v(got.get(k)):
+                    diff[k] = (got.get(k), v.__doc__)
+            elif got.get(k) != v:
+                diff[k] = (got.get(k), v)
+        check(not diff, f"differs (got, expected): {diff}; whole observation: {got}")
+    fn.__name__ = name
+    fn.__module__ = module
+    if why:
+        fn = deliberate(why)(fn)
+    case(profile)(fn)
 
 
 def wait_for(fn, timeout, what, interval=0.05):

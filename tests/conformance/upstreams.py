@@ -24,7 +24,31 @@ import time
 import urllib.parse
 
 from clients import (H2_CONTINUATION, H2_DATA, H2_GOAWAY, H2_HEADERS, H2_PING, H2_RST, H2_SETTINGS, H2_WINDOW_UPDATE,
-                     h2_frame)
+                     h2_frame, read_h2_frame)
+
+
+def listen(port, host, serve):
+    """A listening socket on host:port whose connections `serve` gets, each on a thread of its own."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(256)
+    threading.Thread(target=accept_loop, args=(sock, serve), daemon=True).start()
+    return sock
+
+
+def end_step(conn, step):
+    """Carries out a raw app's step that ends the connection: "close" (a FIN, then whatever the peer still
+    sends is read) or "reset" (an RST). False for any other step."""
+    if step == "close":
+        conn.shutdown(socket.SHUT_WR)
+        while conn.recv(65536):
+            pass
+        return True
+    if step == "reset":
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        return True
+    return False
 
 
 def accept_loop(sock, serve):
@@ -47,12 +71,7 @@ class Recorder:
         if tls_cert:
             self.ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             self.ssl.load_cert_chain(*tls_cert)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(256)
-        threading.Thread(target=accept_loop, args=(self.sock, self._serve), daemon=True).start()
+        self.sock = listen(port, host, self._serve)
 
     def clear(self):
         with self.cond:
@@ -180,11 +199,7 @@ RAW = {}  # name -> [steps], filled by the cases that use RawApp
 class RawApp:
     def __init__(self, port, host="127.0.0.1"):
         self.port = port
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(256)
-        threading.Thread(target=accept_loop, args=(self.sock, self._serve), daemon=True).start()
+        self.sock = listen(port, host, self._serve)
 
     def _serve(self, conn):
         conn.settimeout(60)
@@ -207,13 +222,7 @@ class RawApp:
                         buf = buf[n:]
                 name = target.split("?")[0].removeprefix("/raw/")
                 for step in RAW.get(name, [b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"]):
-                    if step == "close":
-                        conn.shutdown(socket.SHUT_WR)
-                        while conn.recv(65536):
-                            pass
-                        return
-                    if step == "reset":
-                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    if end_step(conn, step):
                         return
                     if isinstance(step, tuple):
                         time.sleep(step[1])
@@ -247,33 +256,18 @@ class RawH2App:
     """An h2c app that answers `/raw/NAME` with RAW_H2[NAME]: a list of H2Step.headers(...)/H2Step.data(...),
     ("rst", code), ("goaway", code), ("frame", fn(stream) -> bytes), ("sleep", s), "close" or "reset". It reads
     the proxy's frames on one thread per connection and answers each request in turn; it grants the proxy
-    flow-control credit as it reads, and sends no more than a default window's worth of DATA per stream."""
+    flow-control credit as it reads, and never waits for credit itself (a case's DATA stays within the
+    default 64 KiB window)."""
 
     def __init__(self, port, host="127.0.0.1"):
-        import hpack  # noqa: F401 - fail at start, not on the first connection
+        import hpack  # at start, not on the first connection: a missing module is the harness's skip
+        self.hpack = hpack
         self.port = port
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(256)
-        threading.Thread(target=accept_loop, args=(self.sock, self._serve), daemon=True).start()
-
-    @staticmethod
-    def _read_frame(conn, buf):
-        while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
-            chunk = conn.recv(65536)
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        n = int.from_bytes(buf[:3], "big")
-        frame = (buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF, bytes(buf[9:9 + n]))
-        del buf[:9 + n]
-        return frame
+        self.sock = listen(port, host, self._serve)
 
     def _serve(self, conn):
-        import hpack
         conn.settimeout(60)
-        decoder, encoder = hpack.Decoder(max_header_list_size=1 << 30), hpack.Encoder()
+        decoder, encoder = self.hpack.Decoder(max_header_list_size=1 << 30), self.hpack.Encoder()
         buf = bytearray()
         try:
             while len(buf) < 24:
@@ -285,7 +279,7 @@ class RawH2App:
             conn.sendall(h2_frame(H2_SETTINGS, 0, 0))
             block, stream = b"", 0
             while True:
-                ftype, flags, sid, payload = self._read_frame(conn, buf)
+                ftype, flags, sid, payload = read_h2_frame(conn, buf)
                 if ftype == H2_SETTINGS and not flags & 1:
                     conn.sendall(h2_frame(H2_SETTINGS, 1, 0))
                 elif ftype == H2_PING and not flags & 1:
@@ -315,17 +309,10 @@ class RawH2App:
 
     def _answer(self, conn, encoder, sid, steps):
         """Sends the steps on stream sid; False when a step ended the connection."""
-        import hpack
         if steps is None:
             steps = [H2Step.headers([(":status", "404"), ("content-length", "0")], end=True)]
         for step in steps:
-            if step == "close":
-                conn.shutdown(socket.SHUT_WR)
-                while conn.recv(65536):
-                    pass
-                return False
-            if step == "reset":
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            if end_step(conn, step):
                 return False
             kind = step[0]
             if kind == "sleep":
@@ -336,7 +323,7 @@ class RawH2App:
                         v.encode("latin-1") if isinstance(v, str) else v) for k, v in fields]
                 try:
                     block = encoder.encode(raw)
-                except hpack.HPACKError:
+                except self.hpack.HPACKError:
                     block = b"".join(b"\x00" + _hpack_literal(k) + _hpack_literal(v) for k, v in raw)
                 size = split or 16384
                 parts = [block[i:i + size] for i in range(0, len(block), size)] or [b""]
