@@ -126,12 +126,12 @@ std::string read_all(int fd) {
   return text;
 }
 
-// The lock of a slot whose owner is gone, which others hold only briefly: another runtime starting at the
-// same time, sweeping this slot, or a child of the owner between fork and exec. Waited for, up to 2 s, so
-// that when a runtime's sweep has returned every slot of a dead owner is gone (a sweep that gave up at once
-// left it to the other, which might still be undoing it).
+// The lock of a slot whose owner is gone. Only sweeps take it: another runtime starting at the same time
+// holds it while it undoes the slot (removing a cgroup may take seconds). Waited for, up to 30 s, so that
+// when a runtime's sweep has returned every slot of a dead owner is gone (a sweep that gave up at once left
+// it to the other, which might still be undoing it).
 bool lock_orphaned(int fd) {
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 1500; ++i) {
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
     if (errno != EWOULDBLOCK) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,6 +1,7 @@
 // One h2c connection to the app; see client_connection.h.
 #include "proxy/h2/client_connection.h"
 
+#include <algorithm>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <charconv>
 
@@ -146,7 +147,9 @@ bool ClientConnection::start() {
   // The app's header blocks may fill the whole response head limit (queue-proxy's Go client reads 10 MiB):
   // as many CONTINUATION frames of the smallest size as that takes, where a client connection is held to a
   // few (AbuseLimits::max_continuations, CVE-2024-27316). The limit in bytes still applies (on_header).
-  const std::size_t continuations = max_header_bytes_ / kMinFrameSize + 1;
+  // Never fewer than nghttp2's default: a head over the byte limit fails its stream (on_header), not the
+  // connection with every stream on it.
+  const std::size_t continuations = std::max<std::size_t>(8, max_header_bytes_ / kMinFrameSize + 1);
   return wire_.start(Wire::Role::client, callbacks, this, settings, kClientWindows.connection,
                      [continuations](nghttp2_option* opt) { nghttp2_option_set_max_continuations(opt, continuations); });
 }

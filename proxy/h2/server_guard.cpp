@@ -16,7 +16,9 @@ int Session::on_invalid_frame(nghttp2_session*, const nghttp2_frame* f, int erro
 }
 
 int Session::on_frame_not_send(nghttp2_session* ng, const nghttp2_frame* f, int error, void* p) {
-  if (f->hd.type != NGHTTP2_HEADERS || f->hd.stream_id == 0) return 0;
+  // Only a head larger than nghttp2 may send: a stream the client closed meanwhile, or a session that is
+  // ending, needs nothing.
+  if (f->hd.type != NGHTTP2_HEADERS || f->hd.stream_id == 0 || error != NGHTTP2_ERR_FRAME_SIZE_ERROR) return 0;
   log::warn("h2 response head not sent").kv("peer", self_of(p).peer_.peer).kv("stream", f->hd.stream_id)
       .kv("error", nghttp2_strerror(error));
   nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_INTERNAL_ERROR);

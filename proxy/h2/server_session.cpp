@@ -51,8 +51,9 @@ bool Session::start(std::string_view upgrade_settings, bool head_upgrade, Stream
                                 .on_begin_frame = &Session::on_begin_frame,
                                 .on_invalid_frame = &Session::on_invalid_frame,
                                 .on_frame_not_send = &Session::on_frame_not_send};
-  // Any head the app may send (max_response_header_bytes, HPACK's worst case is about twice that) goes
-  // on to the client; nghttp2 alone would send none above 64 KiB.
+  // Any head the app may send (max_response_header_bytes, plus nghttp2's estimate of a dozen bytes per
+  // field; twice the limit leaves room for fields of a few bytes each) goes on to the client; nghttp2 alone
+  // would send none above 64 KiB. One beyond even that resets its stream (on_frame_not_send).
   const std::size_t send_head_limit = 2 * std::max(limits.max_response_header_bytes, limits.max_header_bytes) + 65536;
   if (!wire_.start(Wire::Role::server, callbacks, this, settings, kServerWindows.connection,
                    [this, send_head_limit](nghttp2_option* opt) {
@@ -204,7 +205,8 @@ asio::awaitable<void> Session::refuse(Stream& s, LocalAnswer answer) {
 Clock::time_point Session::next_deadline() const {
   if (!watched_ || broken_) return Clock::time_point::max();
   auto d = next_stall_check_;
-  if (const auto idle = worker_.config.timeouts.client_header; idle.count() > 0) d = std::min(d, last_activity_ + idle);
+  if (const auto idle = worker_.config.timeouts.client_header; idle.count() > 0 && !idle_over_)
+    d = std::min(d, last_activity_ + idle);
   return d;
 }
 
@@ -220,14 +222,16 @@ void Session::on_deadline() {
     }
     if (!waiting) guard_.progress();  // nothing waits: the clock starts when something does
   }
+  // The idle close ends the idle check only: a GOAWAY queued behind bytes the client does not read must
+  // still meet the stall check.
   const auto idle = worker_.config.timeouts.client_header;
-  if (idle.count() > 0 && now >= last_activity_ + idle) {
+  if (idle.count() > 0 && !idle_over_ && now >= last_activity_ + idle) {
     if (done()) {
-      watched_ = false;
+      idle_over_ = true;
       return;
     }
     if (open_streams_ == 0 && running_ == 0) {
-      watched_ = false;
+      idle_over_ = true;
       close_when_idle();
       return;
     }

@@ -96,7 +96,8 @@ class Session final : private net::Watchdog::Target, public ConnectionHandle {
   void on_deadline() override;
   net::Watchdog watchdog_;
   Clock::time_point next_stall_check_ = Clock::time_point::max();
-  bool watched_ = false;  // the deadlines apply (from the start of run() until its reader ends)
+  bool watched_ = false;    // the deadlines apply (from the start of run() until its reader ends)
+  bool idle_over_ = false;  // the idle check is done (GOAWAY sent, or nothing left to do): the stall check goes on
   bool rejection_logged_ = false;
   std::string head_names_;          // submit_head's scratch, reused
   std::vector<nghttp2_nv> head_nva_;
