@@ -373,6 +373,15 @@ def h2_frame(ftype, flags, stream, payload=b""):
     return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
 
 
+def h2_headers_fragment(flags, payload):
+    """A HEADERS frame's header block fragment: its payload without padding and priority fields."""
+    if flags & 0x8:
+        payload = payload[1:len(payload) - payload[0]]
+    if flags & 0x20:
+        payload = payload[5:]
+    return payload
+
+
 def read_h2_frame(sock, buf):
     """The next frame from `sock`, with `buf` (a bytearray) holding what was read past it: (type, flags,
     stream, payload). EOFError when the peer closed first."""
@@ -527,11 +536,7 @@ class H2Conn:
                             st.end = "end"
                 elif ftype in (H2_HEADERS, H2_CONTINUATION):
                     if ftype == H2_HEADERS:
-                        if flags & 0x8:
-                            payload = payload[1:len(payload) - payload[0]]
-                        if flags & 0x20:
-                            payload = payload[5:]
-                        block, ended = payload, flags & 0x1
+                        block, ended = h2_headers_fragment(flags, payload), flags & 0x1
                     else:
                         block += payload
                     if flags & 0x4:

@@ -24,7 +24,7 @@ import time
 import urllib.parse
 
 from clients import (H2_CONTINUATION, H2_DATA, H2_GOAWAY, H2_HEADERS, H2_PING, H2_RST, H2_SETTINGS, H2_WINDOW_UPDATE,
-                     h2_frame, read_h2_frame)
+                     h2_frame, h2_headers_fragment, read_h2_frame)
 
 
 def listen(port, host, serve):
@@ -291,11 +291,7 @@ class RawH2App:
                                  h2_frame(H2_WINDOW_UPDATE, 0, sid, struct.pack(">I", len(payload))))
                 elif ftype in (H2_HEADERS, H2_CONTINUATION):
                     if ftype == H2_HEADERS:
-                        if flags & 0x8:
-                            payload = payload[1:len(payload) - payload[0]]
-                        if flags & 0x20:
-                            payload = payload[5:]
-                        block, stream = b"", sid
+                        payload, block, stream = h2_headers_fragment(flags, payload), b"", sid
                     block += payload
                     if flags & 0x4:  # END_HEADERS: a request's head; its body is read and dropped
                         fields = dict(decoder.decode(block, raw=True))
