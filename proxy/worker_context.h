@@ -30,6 +30,15 @@ class ConnectionHandle {
   ~ConnectionHandle() = default;
 };
 
+// The worker's count of its open connections (and what it does when a burst of them ends).
+class ConnectionCount {
+ public:
+  virtual void connection_ended() = 0;
+
+ protected:
+  ~ConnectionCount() = default;
+};
+
 struct WorkerContext final : private Connector {
   WorkerContext(const ProxyConfig& c, SharedState& s, std::size_t index,
                 const asio::any_io_executor& ex, tcp::endpoint upstream)
@@ -103,6 +112,12 @@ struct WorkerContext final : private Connector {
   bool draining = false;        // no new keep-alive exchanges
   Clock::time_point backlog_said;  // an instance's full listen queue was last logged (once a minute a worker)
   std::unordered_set<ConnectionHandle*> connections;
+  ConnectionCount* connection_count = nullptr;  // the worker's; none in unit tests
+
+  // Where a connection's coroutine ends (the completion of its co_spawn): logs an exception and, unless
+  // `resting` (an HTTP/1.1 connection between requests, which lives on in its h1::Link without a coroutine
+  // and comes back here when it ends), counts the connection closed.
+  void served(std::exception_ptr e, bool resting);
 
  private:
   asio::awaitable<std::tuple<error_code, std::unique_ptr<ClientExchange>>> open(AppProtocol protocol,

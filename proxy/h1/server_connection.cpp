@@ -36,31 +36,38 @@ bool is_parse_error(error_code ec) {
          (ec.category() == beast_http && ec != http::error::partial_message && ec != http::error::end_of_stream);
 }
 
+// A rested link's next request. (The link by value: the coroutine is co_spawned, not awaited.)
+asio::awaitable<bool> resume(WorkerContext& worker, std::shared_ptr<Link> link);
+
 }  // namespace
 
-Connection::Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes)
+Link::Link(WorkerContext& worker, Downstream socket, std::string_view initial_bytes)
     : worker_(worker),
       down_(std::move(socket)),
       peer_(peer_name(down_.socket())),
       watchdog_(worker.watchdogs, *this),
-      scratch_down_(worker.config.io_buffer_bytes),
-      scratch_up_(worker.config.io_buffer_bytes),
-      watch_done_(down_.get_executor()) {
+      phase_start_(Clock::now()) {
   error_code ec;
   down_.set_option(tcp::no_delay(true), ec);
   if (!down_.is_tls()) down_.socket().non_blocking(true, ec);  // watch_readable's read must not block
   if (!initial_bytes.empty())
-    down_buffer_.commit(asio::buffer_copy(down_buffer_.prepare(initial_bytes.size()), asio::buffer(initial_bytes)));
-  record.peer = peer_.peer;
+    buffer_.commit(asio::buffer_copy(buffer_.prepare(initial_bytes.size()), asio::buffer(initial_bytes)));
   worker_.connections.insert(this);
+  watchdog_.rearm();
 }
 
-Connection::~Connection() { worker_.connections.erase(this); }
+Link::~Link() { worker_.connections.erase(this); }
 
-void Connection::close_when_idle() {
+void Link::await_head() {
+  phase_ = Phase::awaiting_head;
+  phase_start_ = Clock::now();
+  watchdog_.rearm();
+}
+
+void Link::close_when_idle() {
   if (phase_ != Phase::awaiting_head) return;  // the exchange in progress ends the connection
   close_idle_at_ = phase_start_ + worker_.config.timeouts.drain_idle_close;
-  if (close_idle_at_ <= Clock::now() && down_buffer_.size() == 0) {
+  if (close_idle_at_ <= Clock::now() && buffer_.size() == 0) {
     error_code ec;
     down_.cancel(ec);
     return;
@@ -68,7 +75,7 @@ void Connection::close_when_idle() {
   watchdog_.rearm();
 }
 
-Clock::time_point Connection::next_deadline() const {
+Clock::time_point Link::next_deadline() const {
   if (phase_ != Phase::awaiting_head) return Clock::time_point::max();
   auto d = close_idle_at_;
   const auto limit = worker_.config.timeouts.client_header;
@@ -76,34 +83,133 @@ Clock::time_point Connection::next_deadline() const {
   return d;
 }
 
-void Connection::on_deadline() {
+void Link::on_deadline() {
   phase_ = Phase::head_timed_out;
   error_code ec;
   down_.cancel(ec);
 }
 
-asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes) {
+void Link::watch() {
+  watching_ = true;
+  watch_result_ = {};
+  if (!down_.is_tls()) return watch_readable();
+  // OpenSSL may hold decrypted bytes the socket no longer shows: a TLS connection reads, into a buffer
+  // of the smallest size Beast reads with.
+  buffer_.shrink_to_fit();
+  auto space = buffer_.prepare(beast::read_size_or_throw(buffer_, 65536));
+  down_.async_read_some(space, [self = shared_from_this()](error_code ec, std::size_t n) { self->watched(ec, n); });
+}
+
+// A cleartext connection waits for its next bytes holding no buffer: the watch outlives the response, and
+// most connections spend their lives in it. The bytes are read once the socket has them, into a buffer
+// taken then.
+void Link::watch_readable() {
+  buffer_.shrink_to_fit();  // empty: gives the memory back
+  down_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+    std::size_t n = 0;
+    if (!ec) {
+      n = self->down_.socket().read_some(self->buffer_.prepare(kWatchReadBytes), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) return self->watch_readable();  // nothing after all
+    }
+    self->watched(ec, n);
+  });
+}
+
+void Link::watched(error_code ec, std::size_t n) {
+  watching_ = false;
+  watch_result_ = ec;
+  if (!ec) buffer_.commit(n);
+  if (!codec_) {
+    if (phase_ != Phase::closing) wake();
+    return;
+  }
+  codec_->watch_done_.notify();
+  // Not a deadline's or the codec's own cancel: the client closed or reset its connection.
+  if (ec && ec != asio::error::operation_aborted && codec_->watcher) codec_->watcher->client_gone();
+}
+
+void Link::wake() {
+  if (watch_result_) {  // the client left, or a deadline or the shutdown ended the rest
+    phase_ = Phase::closing;
+    error_code ec;
+    down_.shutdown(tcp::socket::shutdown_send, ec);
+    down_.close(ec);
+    worker_.served(nullptr, false);
+    return;
+  }
+  auto& worker = worker_;
+  asio::co_spawn(down_.get_executor(), resume(worker, shared_from_this()),
+                 [&worker](std::exception_ptr e, bool resting) { worker.served(e, resting); });
+}
+
+Connection::Connection(std::shared_ptr<Link> link)
+    : link_(std::move(link)),
+      worker_(link_->worker_),
+      down_(link_->down_),
+      down_buffer_(link_->buffer_),
+      peer_(link_->peer_),
+      phase_(link_->phase_),
+      scratch_down_(worker_.config.io_buffer_bytes),
+      scratch_up_(worker_.config.io_buffer_bytes),
+      watch_done_(down_.get_executor()) {
+  record.peer = peer_.peer;
+  link_->codec_ = this;
+}
+
+Connection::~Connection() {
+  link_->codec_ = nullptr;
+  if (rested_) return;
+  // Ended otherwise (closed, handed over, or an exception): no watch may wake the link after this.
+  error_code ec;
+  if (link_->watching_) down_.close(ec);
+  phase_ = Phase::closing;
+}
+
+namespace {
+asio::awaitable<bool> resume(WorkerContext& worker, std::shared_ptr<Link> link) { co_return co_await serve(worker, link); }
+}  // namespace
+
+asio::awaitable<bool> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes) {
+  auto link = std::make_shared<Link>(worker, std::move(socket), initial_bytes);
+  co_return co_await serve(worker, link);
+}
+
+asio::awaitable<bool> serve(WorkerContext& worker, std::shared_ptr<Link>& link) {
   std::optional<h2::Handover> h2c;
   PeerName peer;
   {
-    Connection c(worker, std::move(socket), initial_bytes);
-    h2c = co_await c.run();
-    peer = std::move(c.peer_);
+    Connection c(link);
+    link.reset();
+    const auto end = co_await c.run();
+    if (end == Connection::End::rest) co_return true;
+    if (end == Connection::End::h2c) {
+      peer = c.peer_;
+      std::string rest(static_cast<const char*>(c.down_buffer_.data().data()), c.down_buffer_.size());
+      h2c.emplace(h2::Handover{.socket = std::move(c.down_), .initial_bytes = std::move(rest), .upgrade = std::move(c.upgrade_)});
+    }
   }
   if (h2c) co_await h2::serve(worker, *h2c, peer);
+  co_return false;
 }
 
-asio::awaitable<std::optional<h2::Handover>> Connection::run() {
+bool Connection::may_rest() const {
+  return link_->watching_ && !io_cancelled_ && down_buffer_.size() == 0;
+}
+
+asio::awaitable<Connection::End> Connection::run() {
   const auto& limits = worker_.config.limits;
+  // Each pass starts in Phase::awaiting_head, since link_->phase_start_ (the connection's start or the
+  // end of the exchange before).
   while (true) {
-    phase_ = Phase::awaiting_head;
-    phase_start_ = Clock::now();
-    watchdog_.rearm();
     // Shutting down: a keep-alive client may already be sending its next request; wait a while for it.
     if (worker_.draining) {
-      if (worker_.config.timeouts.drain_idle_close.count() <= 0 && down_buffer_.size() == 0 && !watching_) break;
-      close_idle_at_ = phase_start_ + worker_.config.timeouts.drain_idle_close;
-      watchdog_.rearm();
+      if (worker_.config.timeouts.drain_idle_close.count() <= 0 && down_buffer_.size() == 0 && !link_->watching_) break;
+      link_->close_idle_at_ = link_->phase_start_ + worker_.config.timeouts.drain_idle_close;
+      link_->watchdog_.rearm();
+    }
+    if (may_rest()) {
+      rested_ = true;
+      co_return End::rest;
     }
     // The previous exchange's watch may still be reading: its bytes are this request's first. A watch
     // ended by that exchange's own cancel (its deadline passed; it answered 504 and keeps the connection)
@@ -142,21 +248,19 @@ asio::awaitable<std::optional<h2::Handover>> Connection::run() {
       break;
     }
     if (!co_await exchange()) break;
+    link_->await_head();
   }
   phase_ = Phase::closing;
-  if (upgrade_) {
-    std::string rest(static_cast<const char*>(down_buffer_.data().data()), down_buffer_.size());
-    co_return h2::Handover{.socket = std::move(down_), .initial_bytes = std::move(rest), .upgrade = std::move(upgrade_)};
-  }
+  if (upgrade_) co_return End::h2c;
   error_code ec;
-  if (watching_) {
+  if (link_->watching_) {
     down_.cancel(ec);
     co_await end_watch();
   }
   down_.shutdown(tcp::socket::shutdown_send, ec);
   if (linger_ && !ec) co_await linger(down_, scratch_down_.get(), worker_.config.limits);
   down_.close(ec);
-  co_return std::nullopt;
+  co_return End::closed;
 }
 
 asio::awaitable<bool> Connection::exchange() {
@@ -256,43 +360,14 @@ asio::awaitable<bool> Connection::upgrade_to_h2c() {
 
 void Connection::watch_client() {
   // Pipelined bytes already here, or an upgrade whose tunnel will read the socket: nothing to watch.
-  if (watching_ || down_buffer_.size() > 0 || no_watch_) return;
-  watching_ = true;
-  watch_result_ = {};
-  if (!down_.is_tls()) return watch_readable();
-  auto space = down_buffer_.prepare(beast::read_size_or_throw(down_buffer_, 65536));
-  down_.async_read_some(space, [this](error_code ec, std::size_t n) { watched(ec, n); });
-}
-
-// A cleartext connection waits for its next bytes holding no buffer (as nginx's keep-alive connections
-// do): the watch outlives the response, and most connections spend their lives in it. The bytes are read
-// once the socket has them, into a buffer taken then. (OpenSSL may hold decrypted bytes the socket no
-// longer shows, so a TLS connection reads instead.)
-void Connection::watch_readable() {
-  down_buffer_.shrink_to_fit();  // empty: gives the memory back
-  down_.socket().async_wait(tcp::socket::wait_read, [this](error_code ec) {
-    std::size_t n = 0;
-    if (!ec) {
-      n = down_.socket().read_some(down_buffer_.prepare(kWatchReadBytes), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) return watch_readable();  // nothing after all
-    }
-    watched(ec, n);
-  });
-}
-
-void Connection::watched(error_code ec, std::size_t n) {
-  watching_ = false;
-  watch_result_ = ec;
-  if (!ec) down_buffer_.commit(n);
-  watch_done_.notify();
-  // Not a deadline's or the codec's own cancel: the client closed or reset its connection.
-  if (ec && ec != asio::error::operation_aborted && watcher) watcher->client_gone();
+  if (link_->watching_ || down_buffer_.size() > 0 || no_watch_) return;
+  link_->watch();
 }
 
 asio::awaitable<error_code> Connection::end_watch() {
-  while (watching_) co_await watch_done_.wait();
-  auto ec = watch_result_;
-  watch_result_ = {};
+  while (link_->watching_) co_await watch_done_.wait();
+  auto ec = link_->watch_result_;
+  link_->watch_result_ = {};
   co_return ec;
 }
 

@@ -19,16 +19,69 @@
 
 namespace sluice::proxy::h1 {
 
-class Connection final : private net::Watchdog::Target, public ConnectionHandle, public ServerExchange {
+class Connection;
+
+// An HTTP/1.1 connection as it lasts from request to request: the socket, its read buffer, the client's
+// name, the deadlines between requests, and the watch that waits for the next bytes. While requests
+// arrive, a Connection (the codec, run by a coroutine) serves it. Between requests a cleartext connection
+// rests: the Connection and its coroutine frames are gone and the link waits for the next bytes with one
+// wait for readability, holding no buffer (as nginx's keep-alive connections do), so that an idle
+// connection costs this object, that wait and the kernel's socket. The bytes start a new Connection.
+// (Over TLS the wait is a read into a small buffer: OpenSSL may hold decrypted bytes the socket no
+// longer shows.)
+class Link final : private net::Watchdog::Target, public ConnectionHandle, public std::enable_shared_from_this<Link> {
  public:
-  Connection(WorkerContext& worker, Downstream socket, std::string_view initial_bytes = {});
+  Link(WorkerContext& worker, Downstream socket, std::string_view initial_bytes);
+  ~Link();
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  void close_when_idle() override;
+
+ private:
+  friend class Connection;
+  friend asio::awaitable<bool> serve(WorkerContext&, std::shared_ptr<Link>&);
+
+  // Waiting for a request head (until the header or keep-alive deadline, which then cancels the read or
+  // the watch), or serving an exchange (its deadlines are the forwarder's), or done.
+  enum class Phase { awaiting_head, head_timed_out, exchange, closing };
+  void await_head();  // an exchange ended: the next head's wait starts now
+
+  // The watch: a read that tells when the client goes away mid-exchange, and that becomes the first read
+  // of the next request when it brings bytes instead.
+  void watch();
+  void watch_readable();
+  void watched(error_code ec, std::size_t n);
+  static constexpr std::size_t kWatchReadBytes = 4096;
+  // The watch ended while the link rests: the next request's Connection starts, or the connection ends.
+  void wake();
+
+  Clock::time_point next_deadline() const override;
+  void on_deadline() override;
+
+  WorkerContext& worker_;
+  Downstream down_;
+  beast::flat_buffer buffer_;
+  PeerName peer_;
+  net::Watchdog watchdog_;  // header and keep-alive deadlines (the forwarder keeps the exchange's)
+  Phase phase_ = Phase::awaiting_head;
+  Clock::time_point phase_start_;
+  Clock::time_point close_idle_at_ = Clock::time_point::max();  // set at shutdown
+  bool watching_ = false;
+  error_code watch_result_;
+  Connection* codec_ = nullptr;  // serving the connection now; null while it rests
+};
+
+class Connection final : public ServerExchange {
+ public:
+  explicit Connection(std::shared_ptr<Link> link);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Ends with the connection closed, or handed over when the client upgraded to h2c.
-  asio::awaitable<std::optional<h2::Handover>> run();
-  void close_when_idle() override;
+  // How run() ended: the connection closed, or handed over (the client upgraded to h2c), or resting.
+  enum class End { closed, h2c, rest };
+  asio::awaitable<End> run();
 
   // ServerExchange: the request being served.
   http::request_header<>& request() override { return parser_->get().base(); }
@@ -66,30 +119,24 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   template <class ConstBuffers>
   asio::awaitable<error_code> write_buffers(const ConstBuffers& buffers);
   void body_complete();
-  // After the request body: a read that tells when the client goes away mid-exchange, and that becomes
-  // the first read of the next request when it brings bytes instead.
+  // After the request body: the link's watch (see Link).
   void watch_client();
-  void watch_readable();
-  void watched(error_code ec, std::size_t n);
-  static constexpr std::size_t kWatchReadBytes = 4096;
   asio::awaitable<error_code> end_watch();
-  friend asio::awaitable<void> serve(WorkerContext&, Downstream&, const std::string&);
+  // Between requests, whether the link may rest instead of this coroutine waiting: its watch waits
+  // for the next bytes.
+  bool may_rest() const;
+  friend class Link;
+  friend asio::awaitable<bool> serve(WorkerContext&, std::shared_ptr<Link>&);
+  using Phase = Link::Phase;
 
-  Clock::time_point next_deadline() const override;
-  void on_deadline() override;
-
+  std::shared_ptr<Link> link_;
   WorkerContext& worker_;
-  Downstream down_;
-  beast::flat_buffer down_buffer_;
-  PeerName peer_;
-  net::Watchdog watchdog_;         // header and keep-alive deadlines (the forwarder keeps the exchange's)
+  Downstream& down_;
+  beast::flat_buffer& down_buffer_;
+  const PeerName& peer_;
+  Phase& phase_;
   ScratchBuffer scratch_down_, scratch_up_;  // chunked decoding and tunnels, allocated on first use
   std::string head_;                         // the response head being written, reused across exchanges
-
-  // Where the connection is: waiting for a request head (until the header or keep-alive deadline, which
-  // then cancels the read), or serving an exchange (its deadlines are the forwarder's), or done.
-  enum class Phase { awaiting_head, head_timed_out, exchange, closing };
-  Phase phase_ = Phase::awaiting_head;
 
   // The exchange in progress.
   std::optional<RequestParser> parser_;
@@ -115,19 +162,18 @@ class Connection final : private net::Watchdog::Target, public ConnectionHandle,
   bool response_keep_ = false;   // the response said the connection stays open
   bool no_watch_ = false;        // an upgrade request: the tunnel reads the socket
   bool io_cancelled_ = false;    // a deadline passed or the client left: no more I/O for this exchange
+  bool rested_ = false;          // run() ended with End::rest: the link lives on without this
 
-  bool watching_ = false;
-  error_code watch_result_;
   Notifier watch_done_;
   bool linger_ = false;  // the connection ends after a local answer: drain what the client still sends
-  Clock::time_point phase_start_;
-  Clock::time_point close_idle_at_ = Clock::time_point::max();  // set at shutdown
   std::unique_ptr<h2::UpgradeRequest> upgrade_;  // set once 101 went out for h2c
 };
 
-// Accepted-socket entry point: owns the Connection for its whole life.
-// `initial_bytes` were read from the socket already (while sniffing for the HTTP/2 preface).
+// Accepted-socket entry point. `initial_bytes` were read from the socket already (while sniffing for the
+// HTTP/2 preface). Returns true when the connection rests (it lives on in its Link; see WorkerContext::served).
 // (By reference: GCC 12 destroys by-value temporaries of a co_await expression twice.)
-asio::awaitable<void> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes);
+asio::awaitable<bool> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes);
+// Serves a link until it closes, is handed over to h2c, or rests.
+asio::awaitable<bool> serve(WorkerContext& worker, std::shared_ptr<Link>& link);
 
 }  // namespace sluice::proxy::h1

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstring>
 #include <iterator>
+#include <vector>
 
 #include "proxy/asio.h"
 #include "proxy/io/edge_wait.h"
@@ -98,16 +99,14 @@ class TlsSocket {
   // void(error_code, std::size_t): some leading bytes of `buffers` (a partial write is whole records).
   // Small leading buffers (an HTTP/1.1 head and a short body, say) go out as one record: they are copied
   // together into a staging buffer of 8 KiB, as a record per buffer would cost a record header, a MAC
-  // and a system call each.
+  // and a system call each. The staging buffer is the thread's, used within the attempt that gathers
+  // into it; a write that has to wait for the socket keeps a copy of its own (OpenSSL is told the bytes
+  // may move: SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), so that an idle connection holds none.
   template <class ConstBuffers, class Token>
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-    asio::const_buffer b = gather(buffers);
     return asio::async_initiate<Token, void(error_code, std::size_t)>(
-        [this, b](auto handler) {
-          run([this, b](std::size_t& n) { return b.size() == 0 ? 1 : SSL_write_ex(ssl_, b.data(), b.size(), &n); },
-              std::move(handler));
-        },
-        token);
+        [this](auto handler, const ConstBuffers& b) { run(Write{this, gather(b), {}}, std::move(handler)); }, token,
+        buffers);
   }
 
  private:
@@ -130,9 +129,30 @@ class TlsSocket {
     return Buffer{};
   }
 
+  // One write's attempt: its bytes, and their copy once it waits (staging() is the thread's).
+  struct Write {
+    TlsSocket* self;
+    asio::const_buffer bytes;
+    std::vector<char> kept;
+    int operator()(std::size_t& n) { return bytes.size() == 0 ? 1 : SSL_write_ex(self->ssl_, bytes.data(), bytes.size(), &n); }
+    void before_wait() {
+      if (bytes.data() != staging().data()) return;
+      const auto* p = static_cast<const char*>(bytes.data());
+      kept.assign(p, p + bytes.size());
+      bytes = asio::buffer(kept);
+    }
+  };
+
+  // Half a record's plaintext at most (16 KiB, RFC 8446 §5.1): a head with a short body.
+  static constexpr std::size_t kStaging = 8 * 1024;
+  static std::array<char, kStaging>& staging() {
+    static thread_local std::array<char, kStaging> buffer;
+    return buffer;
+  }
+
   // The first non-empty buffer; or, when it and the whole buffers after it fit into one record, those
-  // buffers copied together into `staging_` (a buffer that does not fit whole is left for the next write:
-  // a large body is never copied here).
+  // buffers copied together into staging() (a buffer that does not fit whole is left for the next write:
+  // a large body is never copied there).
   template <class ConstBuffers>
   asio::const_buffer gather(const ConstBuffers& buffers) {
     auto it = asio::buffer_sequence_begin(buffers);
@@ -140,19 +160,19 @@ class TlsSocket {
     while (it != end && asio::const_buffer(*it).size() == 0) ++it;
     if (it == end) return {};
     asio::const_buffer head(*it);
-    std::size_t used = 0;  // bytes in staging_; 0 while `head` is alone
+    std::size_t used = 0;  // bytes in staging(); 0 while `head` is alone
     for (auto next = std::next(it); next != end; ++next) {
       asio::const_buffer b(*next);
       if (b.size() == 0) continue;
       if (std::max(used, head.size()) + b.size() > kStaging) break;
       if (used == 0) {
-        std::memcpy(staging_.data(), head.data(), head.size());
+        std::memcpy(staging().data(), head.data(), head.size());
         used = head.size();
       }
-      std::memcpy(staging_.data() + used, b.data(), b.size());
+      std::memcpy(staging().data() + used, b.data(), b.size());
       used += b.size();
     }
-    return used == 0 ? head : asio::const_buffer(staging_.data(), used);
+    return used == 0 ? head : asio::const_buffer(staging().data(), used);
   }
 
   // Tries `attempt` (an SSL call returning 1 on success, with the byte count in its argument); while
@@ -181,14 +201,18 @@ class TlsSocket {
         switch (SSL_get_error(self->ssl_, rv)) {
           // OpenSSL's own read or write on the socket just failed with EAGAIN (edge_wait.h).
           case SSL_ERROR_WANT_READ:
-            waited = true;
+            before_wait();
             return wait_after_eagain(self->socket_, tcp::socket::wait_read, std::move(*this));
           case SSL_ERROR_WANT_WRITE:
-            waited = true;
+            before_wait();
             return wait_after_eagain(self->socket_, tcp::socket::wait_write, std::move(*this));
           default:
             return finish(self->failure(rv), 0);
         }
+      }
+      void before_wait() {
+        waited = true;
+        if constexpr (requires { attempt.before_wait(); }) attempt.before_wait();
       }
       void finish(error_code ec, std::size_t n) {
         if (waited) return std::move(handler)(ec, n);
@@ -202,14 +226,8 @@ class TlsSocket {
   // The error for a failed SSL call: a clean close_notify or a bare EOF is asio::error::eof.
   error_code failure(int rv);
 
-  // Half a record's plaintext at most (16 KiB, RFC 8446 §5.1): a head with a short body, without
-  // holding 16 KiB per connection for it.
-  static constexpr std::size_t kStaging = 8 * 1024;
-
   tcp::socket socket_;
   SSL* ssl_ = nullptr;
-  // Written from by at most one write at a time; a write waiting on the socket retries from it.
-  std::array<char, kStaging> staging_;
 };
 
 }  // namespace sluice::proxy

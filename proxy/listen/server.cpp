@@ -18,7 +18,7 @@
 
 namespace sluice::proxy {
 
-class Worker {
+class Worker final : private ConnectionCount {
  public:
   Worker(const ProxyConfig& config, SharedState& shared, std::size_t index,
          std::atomic<std::size_t>& open, tcp::endpoint upstream)
@@ -28,7 +28,9 @@ class Worker {
         acceptor_(io_),
         tls_acceptor_(io_),
         context_(config, shared, index, io_.get_executor(), upstream),
-        open_(open) {}
+        open_(open) {
+    context_.connection_count = this;
+  }
 
   std::uint16_t bind(const tcp::endpoint& ep, const std::string& name, const net::Netns& netns) {
     return open_listener(acceptor_, ep, name, true, netns);
@@ -118,17 +120,7 @@ class Worker {
   // handshaken with the certificate current at accept.
   void serve(tcp::socket socket, bool tls) {
     peak_ = std::max(peak_, ++mine_);
-    auto done = [this](std::exception_ptr e) {
-      open_.fetch_sub(1, std::memory_order_relaxed);
-      --mine_;
-      after_burst();
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        log::error("connection failed").kv("error", ex.what());
-      }
-    };
+    auto done = [this](std::exception_ptr e, bool resting) { context_.served(e, resting); };
     if (tls) asio::co_spawn(io_, serve_tls(context_, std::move(socket), context_.shared.tls->current()), done);
     else asio::co_spawn(io_, serve_plain(context_, std::move(socket)), done);
   }
@@ -138,6 +130,11 @@ class Worker {
   // free lists go back to malloc and malloc gives its free pages back (malloc_trim). Nothing runs while
   // the count is steady, so an idle worker stays idle.
   static constexpr std::size_t kBurst = 256;
+  void connection_ended() override {
+    open_.fetch_sub(1, std::memory_order_relaxed);
+    --mine_;
+    after_burst();
+  }
   void after_burst() {
     if (trim_armed_ || context_.draining || peak_ < kBurst || mine_ * 2 >= peak_) return;
     trim_armed_ = true;
@@ -170,6 +167,17 @@ unsigned worker_count(const ProxyConfig& c) {
 }
 
 }  // namespace
+
+void WorkerContext::served(std::exception_ptr e, bool resting) {
+  if (e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      log::error("connection failed").kv("error", ex.what());
+    }
+  }
+  if (!resting && connection_count) connection_count->connection_ended();
+}
 
 Server::Server(ProxyConfig config, std::shared_ptr<InstanceSet> instances)
     : config_(std::move(config)), shared_(config_, worker_count(config_)) {

@@ -90,9 +90,9 @@ asio::awaitable<void> sniff(WorkerContext& worker, tcp::socket& socket, Sniffed&
 
 }  // namespace
 
-// This frame lives as long as the connection: it holds the socket until a codec takes it, the decision,
-// and the codec's awaitable, nothing more.
-asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
+// This frame lives as long as the connection's coroutine: it holds the socket until a codec takes it, the
+// decision, and the codec's awaitable, nothing more. Returns true when the connection rests (h1::Link).
+asio::awaitable<bool> serve_plain(WorkerContext& worker, tcp::socket socket) {
   using Next = Sniffed::Next;
   Sniffed sniffed;
   if (worker.config.plain_protocols == ProxyConfig::PlainProtocols::http1) sniffed.next = Next::http1;
@@ -100,8 +100,7 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
   switch (sniffed.next) {
     case Next::http1: {
       Downstream down(std::move(socket));
-      co_await h1::serve(worker, down, sniffed.bytes);
-      break;
+      co_return co_await h1::serve(worker, down, sniffed.bytes);
     }
     case Next::h2: {
       const PeerName peer = peer_name(socket);
@@ -113,6 +112,7 @@ asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket) {
     case Next::refuse_http1: co_await refuse_http1(socket); break;
     case Next::close: break;
   }
+  co_return false;
 }
 
 }  // namespace sluice::proxy

@@ -6,6 +6,6 @@
 
 namespace sluice::proxy {
 
-asio::awaitable<void> serve_plain(WorkerContext& worker, tcp::socket socket);
+asio::awaitable<bool> serve_plain(WorkerContext& worker, tcp::socket socket);
 
 }  // namespace sluice::proxy

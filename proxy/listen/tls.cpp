@@ -148,7 +148,7 @@ bool TlsContexts::reload_if_changed() {
   return true;
 }
 
-asio::awaitable<void> serve_tls(WorkerContext& worker, tcp::socket socket, std::shared_ptr<ssl::context> context) {
+asio::awaitable<bool> serve_tls(WorkerContext& worker, tcp::socket socket, std::shared_ptr<ssl::context> context) {
   using namespace asio::experimental::awaitable_operators;
   error_code ec;
   socket.set_option(tcp::no_delay(true), ec);
@@ -157,7 +157,7 @@ asio::awaitable<void> serve_tls(WorkerContext& worker, tcp::socket socket, std::
   auto done = co_await (stream->async_handshake(ssl::stream_base::server, use_nothrow) || limit.async_wait(use_nothrow));
   if (done.index() == 1 || std::get<0>(std::get<0>(done))) {
     stream->next_layer().close(ec);  // a failed or stalled handshake: nothing to answer in HTTP
-    co_return;
+    co_return false;
   }
   const unsigned char* alpn = nullptr;
   unsigned int alpn_len = 0;
@@ -168,10 +168,10 @@ asio::awaitable<void> serve_tls(WorkerContext& worker, tcp::socket socket, std::
     const PeerName peer = peer_name(down.socket());
     h2::Handover handover{.socket = std::move(down)};
     co_await h2::serve(worker, handover, peer);
-  } else {
-    const std::string nothing;
-    co_await h1::serve(worker, down, nothing);
+    co_return false;
   }
+  const std::string nothing;
+  co_return co_await h1::serve(worker, down, nothing);
 }
 
 }  // namespace sluice::proxy
