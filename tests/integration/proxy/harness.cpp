@@ -146,10 +146,10 @@ void RawClient::send(const std::string& bytes) {
   }
 }
 
-std::string RawClient::read_until(const std::string& needle, std::chrono::milliseconds timeout) {
+std::string RawClient::read_until(const std::string& needle, std::chrono::milliseconds timeout, std::size_t times) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[16384];
-  while (received_.find(needle) == std::string::npos) {
+  while (count_of(received_, needle) < times) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     pollfd p{fd_, POLLIN, 0};

@@ -55,8 +55,10 @@ class RawClient {
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
   void send(const std::string& bytes);
-  // Reads until `needle` has arrived, the peer closes, or `timeout` passes; returns all read so far.
-  std::string read_until(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Reads until `needle` has arrived (`times` times in all), the peer closes, or `timeout` passes; returns
+  // all read so far.
+  std::string read_until(const std::string& needle, std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                         std::size_t times = 1);
 
  private:
   int fd_ = -1;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <optional>
 
@@ -14,6 +15,8 @@
 
 namespace sluice::test {
 namespace {
+
+using namespace std::chrono_literals;
 
 class Limits : public ::testing::Test {
  protected:
@@ -163,6 +166,39 @@ TEST_F(Limits, ConnectionsBeyondTheLimitAreClosed) {
   }
   EXPECT_TRUE(served);
   for (int fd : held) ::close(fd);
+}
+
+// Between requests a keep-alive connection rests (h1::Link: no coroutine, no buffer): the next request is
+// served, and when none comes the header timeout closes the connection, as it does for a waiting one.
+TEST(KeepAlive, AnIdleConnectionServesItsNextRequestsAndClosesAtTheHeaderTimeout) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port, .env = {{"SLUICE_CLIENT_HEADER_TIMEOUT_SECONDS", "1"}}}};
+  RawClient client(sidecar.port);
+  const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string hello = "Hello from sluice-demo-app";
+  for (std::size_t i = 1; i <= 3; ++i) {
+    client.send(get);
+    const auto got = client.read_until(hello, 10s, i);
+    ASSERT_EQ(count_of(got, hello), i) << got;
+  }
+  const auto idle_since = std::chrono::steady_clock::now();
+  client.read_until("no such bytes", 10s);  // returns when sluice closes the connection
+  const auto idle = std::chrono::steady_clock::now() - idle_since;
+  EXPECT_GE(idle, 900ms) << "closed before the header timeout";
+  EXPECT_LT(idle, 9s) << "not closed at the header timeout";
+}
+
+TEST(KeepAlive, AnIdleConnectionIsClosedAtShutdownAndTheProcessExitsZero) {
+  Backend backend;
+  Sidecar sidecar{SidecarOptions{.user_port = backend.port}};
+  RawClient client(sidecar.port);
+  client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_NE(client.read_until("Hello from sluice-demo-app").find("Hello from sluice-demo-app"), std::string::npos);
+  const auto start = std::chrono::steady_clock::now();
+  sidecar.process->signal(SIGTERM);
+  client.read_until("no such bytes", 20s);  // returns when sluice closes the connection
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 19s) << "the idle connection was not closed";
+  EXPECT_EQ(exit_status(*sidecar.process, 20s), "exited 0");
 }
 
 // A client that is still sending when sluice answers early (413 here) must get to read the answer: sluice
