@@ -1,6 +1,7 @@
 // What a connection may use of the worker that owns it. Everything here belongs to one thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <map>
@@ -100,9 +101,10 @@ struct WorkerContext final : private Connector {
   static constexpr std::size_t kSplicePipeBytes = 256 * 1024;
   static constexpr std::size_t kIdlePipes = 64;
   SplicePipes pipes;
-  // The cleartext HTTP/2 sessions' read buffer: each read is fed to nghttp2 whole (which copies what it
-  // keeps) before the next, so the worker's sessions share one and an idle one holds none.
-  std::vector<char> h2_read = std::vector<char>(16 * 1024);
+  // The read buffer of the HTTP/2 sessions and the tunnels: each reads what the socket has (read_now)
+  // and is done with the bytes before its next wait, so the worker's connections share one and an idle
+  // connection holds none (kReadsBeforeYield: how such a reader shares the worker).
+  std::vector<char> read_buffer = std::vector<char>(std::max<std::size_t>(16 * 1024, config.io_buffer_bytes));
   std::map<tcp::endpoint, std::unique_ptr<h1::ClientPool>> instance_pools;
   std::map<tcp::endpoint, std::unique_ptr<h2::ClientPool>> instance_h2_pools;
   std::optional<bool> upstream_h2c;             // UpstreamProtocol::detect: what the app answered

@@ -149,8 +149,7 @@ Connection::Connection(std::shared_ptr<Link> link)
       down_buffer_(link_->buffer_),
       peer_(link_->peer_),
       phase_(link_->phase_),
-      scratch_down_(worker_.config.io_buffer_bytes),
-      scratch_up_(worker_.config.io_buffer_bytes),
+      scratch_(worker_.config.io_buffer_bytes),
       watch_done_(down_.get_executor()) {
   record.peer = peer_.peer;
   link_->codec_ = this;
@@ -258,7 +257,7 @@ asio::awaitable<Connection::End> Connection::run() {
     co_await end_watch();
   }
   down_.shutdown(tcp::socket::shutdown_send, ec);
-  if (linger_ && !ec) co_await linger(down_, scratch_down_.get(), worker_.config.limits);
+  if (linger_ && !ec) co_await linger(down_, scratch_.get(), worker_.config.limits);
   down_.close(ec);
   co_return End::closed;
 }

@@ -135,7 +135,7 @@ class Connection final : public ServerExchange {
   beast::flat_buffer& down_buffer_;
   const PeerName& peer_;
   Phase& phase_;
-  ScratchBuffer scratch_down_, scratch_up_;  // chunked decoding and tunnels, allocated on first use
+  ScratchBuffer scratch_;  // chunked decoding and lingering, allocated on first use
   std::string head_;                         // the response head being written, reused across exchanges
 
   // The exchange in progress.

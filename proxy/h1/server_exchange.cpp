@@ -50,7 +50,7 @@ asio::awaitable<BodyRead> Connection::read_body() {
   }
   // Chunked: the parser finds the end and the trailers.
   auto& parser = *parser_;
-  std::span<char> scratch = scratch_down_.get();
+  std::span<char> scratch = scratch_.get();
   if (down_buffer_.capacity() < scratch.size()) down_buffer_.reserve(scratch.size());
   while (!parser.is_done()) {
     parser.get().body().data = scratch.data();
@@ -193,7 +193,7 @@ asio::awaitable<void> Connection::send_local(const LocalAnswer& a) {
 
 asio::awaitable<void> Connection::tunnel(tcp::socket& app, beast::flat_buffer& app_read, Clock::time_point& last_activity) {
   advance(Response::tunnelled);
-  co_await relay_tunnel(down_, down_buffer_, scratch_down_, app, app_read, scratch_up_, last_activity);
+  co_await relay_tunnel(down_, down_buffer_, app, app_read, worker_.read_buffer, last_activity);
 }
 
 void Connection::cancel_io() {

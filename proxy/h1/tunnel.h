@@ -6,12 +6,12 @@
 
 namespace sluice::proxy::h1 {
 
-// Flushes what each side's buffer already holds to the other side, then copies both directions at
-// once. A half-close (EOF) is passed on and the other direction continues; an error ends both.
+// Flushes what each side's buffer already holds to the other side (and lets the buffers go), then copies
+// both directions at once, reading into `shared` (the worker's read buffer: each read is passed on before
+// the next wait). A half-close (EOF) is passed on and the other direction continues; an error ends both.
 // `last_activity` is refreshed on every transfer (the idle timeout reads it).
-asio::awaitable<void> relay_tunnel(Downstream& client, beast::flat_buffer& client_buffer,
-                                   ScratchBuffer& client_scratch, tcp::socket& app,
-                                   beast::flat_buffer& app_buffer, ScratchBuffer& app_scratch,
+asio::awaitable<void> relay_tunnel(Downstream& client, beast::flat_buffer& client_buffer, tcp::socket& app,
+                                   beast::flat_buffer& app_buffer, std::span<char> shared,
                                    Clock::time_point& last_activity);
 
 }  // namespace sluice::proxy::h1

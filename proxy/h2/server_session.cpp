@@ -18,6 +18,7 @@
 #include "proxy/h2/server.h"
 #include "proxy/h2/validate.h"
 #include "proxy/io/completion.h"
+#include "proxy/io/edge_wait.h"
 #include "proxy/io/field_value.h"
 #include "proxy/listen/linger.h"
 
@@ -287,28 +288,30 @@ asio::awaitable<void> Session::run(const std::string& initial, std::unique_ptr<U
   };
   bool ok = initial.empty() || feed(initial.data(), initial.size());
   bool client_closed = false;
-  // A cleartext session waits for bytes holding no buffer and reads them into the worker's; a TLS one
-  // reads into its own (OpenSSL may hold decrypted bytes that the socket no longer shows as readable).
-  const bool tls = socket_.is_tls();
-  std::vector<char> own(tls ? 16 * 1024 : 0);
-  if (!tls) socket_.socket().non_blocking(true, ignore);
+  // The session holds no read buffer: each read goes into the worker's, and is fed to nghttp2 (which
+  // copies what it keeps) before the next. It reads what is there, waits after EAGAIN, and lets the
+  // worker's other connections run after every few reads in a row.
+  unsigned reads_in_a_row = 0;
   while (ok && !broken_) {
     if (finished()) break;
     error_code ec;
-    std::size_t n = 0;
-    if (tls) {
-      std::tie(ec, n) = co_await socket_.async_read_some(asio::buffer(own), use_nothrow);
-    } else {
-      std::tie(ec) = co_await socket_.socket().async_wait(tcp::socket::wait_read, use_nothrow);
-      if (!ec) n = socket_.socket().read_some(asio::buffer(worker_.h2_read), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) continue;  // a stale readiness
+    auto want = tcp::socket::wait_read;
+    const std::size_t n = read_now(socket_, asio::buffer(worker_.read_buffer), ec, want);
+    if (ec == asio::error::would_block) {
+      reads_in_a_row = 0;
+      std::tie(ec) = co_await wait_after_eagain(socket_.socket(), want, use_nothrow);
+      if (!ec) continue;
     }
     if (ec) {
       client_closed = ec != asio::error::operation_aborted;
       break;
     }
     last_activity_ = Clock::now();
-    ok = feed(tls ? own.data() : worker_.h2_read.data(), n);
+    ok = feed(worker_.read_buffer.data(), n);
+    if (ok && ++reads_in_a_row == kReadsBeforeYield) {
+      reads_in_a_row = 0;
+      co_await asio::post(socket_.get_executor(), use_nothrow);
+    }
   }
   // Reading is over: streams still open end with it; then the writer flushes what is left.
   for (auto& s : streams_) {
@@ -332,7 +335,7 @@ asio::awaitable<void> Session::run(const std::string& initial, std::unique_ptr<U
   watchdog_.disarm();
   socket_.shutdown(tcp::socket::shutdown_send, ignore);
   // What lingering reads is dropped: the worker's buffer serves as well as any.
-  if (!client_closed) co_await linger(socket_, tls ? std::span<char>(own) : std::span<char>(worker_.h2_read), worker_.config.limits);
+  if (!client_closed) co_await linger(socket_, std::span<char>(worker_.read_buffer), worker_.config.limits);
   socket_.close(ignore);
 }
 

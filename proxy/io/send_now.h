@@ -5,6 +5,8 @@
 // socket did not take. A caller writes:
 //   error_code ec;
 //   if (std::size_t sent = send_now(s, b, ec); !ec && sent < asio::buffer_size(b)) ec = co_await write_rest(s, b, sent);
+// read_now() is the same for reading: what the socket has, never waiting; after its EAGAIN the caller
+// waits with wait_after_eagain() (edge_wait.h), holding no buffer meanwhile.
 #pragma once
 
 #include <sys/socket.h>
@@ -43,6 +45,26 @@ std::size_t send_now(tcp::socket& socket, const ConstBuffers& buffers, error_cod
   if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ec.assign(errno, asio::error::get_system_category());
   return 0;
 }
+
+// Reads what `socket` has now, never waiting: the count of bytes (more than 0), or 0 with `ec` set:
+// asio::error::would_block when it had nothing (then wait_after_eagain() may wait for more), asio::error::eof
+// when the peer closed, or the failure.
+inline std::size_t read_now(tcp::socket& socket, asio::mutable_buffer b, error_code& ec) {
+  ec = {};
+  while (true) {
+    const ssize_t n = ::recv(socket.native_handle(), b.data(), b.size(), MSG_DONTWAIT);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0) ec = asio::error::eof;
+    else if (errno == EINTR) continue;
+    else if (errno == EAGAIN || errno == EWOULDBLOCK) ec = asio::error::would_block;
+    else ec.assign(errno, asio::error::get_system_category());
+    return 0;
+  }
+}
+
+// A reader that finds bytes read after read after read (read_now()) lets the worker's other connections
+// run after this many in a row (co_await asio::post), as a wait would have.
+inline constexpr unsigned kReadsBeforeYield = 4;
 
 // The rest of a write send_now() began: `buffers` past the first `sent` bytes (they stay valid until it
 // returns), once the stream has room.

@@ -71,6 +71,24 @@ class TlsSocket {
         token);
   }
 
+  // Reads what OpenSSL has or the socket gives now, never waiting: the count of bytes (more than 0), or
+  // 0 with `ec` set: asio::error::would_block when OpenSSL's read saw EAGAIN on the socket (with `want`
+  // then saying what to wait for, wait_after_eagain()'s precondition holding), or the failure. A reader
+  // that takes each read's bytes before it reads again can use a buffer other connections share.
+  std::size_t read_now(asio::mutable_buffer b, error_code& ec, tcp::socket::wait_type& want) {
+    ec = {};
+    std::size_t n = 0;
+    ERR_clear_error();
+    const int rv = SSL_read_ex(ssl_, b.data(), b.size(), &n);
+    if (rv == 1) return n;
+    switch (SSL_get_error(ssl_, rv)) {
+      case SSL_ERROR_WANT_READ: want = tcp::socket::wait_read; ec = asio::error::would_block; break;
+      case SSL_ERROR_WANT_WRITE: want = tcp::socket::wait_write; ec = asio::error::would_block; break;
+      default: ec = failure(rv); break;
+    }
+    return 0;
+  }
+
   // Writes as much of `buffers` as the socket takes now, never waiting (send_now.h's rule over TLS):
   // the count of bytes written, which is less than the whole when the socket filled up, or 0 with `ec`
   // set when the connection failed. A record OpenSSL could only partly send stays with it: the next

@@ -75,6 +75,15 @@ class Downstream {
   std::shared_ptr<ssl::context> context_;
 };
 
+// read_now() (send_now.h) on either kind of connection: over TLS, what OpenSSL has or reads now. After
+// asio::error::would_block, `want` says what to wait for with wait_after_eagain() (OpenSSL may need to
+// write to read); a reader that takes each read's bytes before its next wait may read into a buffer
+// other connections share.
+inline std::size_t read_now(Downstream& down, asio::mutable_buffer b, error_code& ec, tcp::socket::wait_type& want) {
+  want = tcp::socket::wait_read;
+  return down.tls() ? down.tls()->read_now(b, ec, want) : read_now(down.socket(), b, ec);
+}
+
 // send_now() (send_now.h) on either kind of connection: over TLS, the records OpenSSL writes now.
 template <class ConstBuffers>
 std::size_t send_now(Downstream& down, const ConstBuffers& buffers, error_code& ec) {
