@@ -12,6 +12,7 @@
 #include "proxy/forward/headers.h"
 #include "proxy/h1/strict.h"
 #include "proxy/h2/server.h"
+#include "proxy/io/edge_wait.h"
 #include "proxy/io/field_value.h"
 #include "proxy/listen/linger.h"
 
@@ -49,7 +50,6 @@ Link::Link(WorkerContext& worker, Downstream socket, std::string_view initial_by
       phase_start_(Clock::now()) {
   error_code ec;
   down_.set_option(tcp::no_delay(true), ec);
-  if (!down_.is_tls()) down_.socket().non_blocking(true, ec);  // watch_readable's read must not block
   if (!initial_bytes.empty())
     buffer_.commit(asio::buffer_copy(buffer_.prepare(initial_bytes.size()), asio::buffer(initial_bytes)));
   worker_.connections.insert(this);
@@ -89,27 +89,33 @@ void Link::on_deadline() {
   down_.cancel(ec);
 }
 
+// The watch holds no buffer while it waits (as nginx's keep-alive connections do): it outlives the
+// response, and most connections spend their lives in it. Bytes already here (pipelined, or held by
+// OpenSSL) end it at once, read through the worker's buffer; later ones are read once they arrive, into
+// a buffer taken then.
 void Link::watch() {
   watching_ = true;
   watch_result_ = {};
-  if (!down_.is_tls()) return watch_readable();
-  // OpenSSL may hold decrypted bytes the socket no longer shows: a TLS connection reads, into a buffer
-  // of the smallest size Beast reads with.
-  buffer_.shrink_to_fit();
-  auto space = buffer_.prepare(beast::read_size_or_throw(buffer_, 65536));
-  down_.async_read_some(space, [self = shared_from_this()](error_code ec, std::size_t n) { self->watched(ec, n); });
+  buffer_.shrink_to_fit();  // empty: gives the memory back
+  error_code ec;
+  auto want = tcp::socket::wait_read;
+  const std::size_t n = read_now(down_, asio::buffer(worker_.read_buffer), ec, want);
+  if (ec == asio::error::would_block) return wait(want);
+  buffer_.commit(asio::buffer_copy(buffer_.prepare(n), asio::buffer(worker_.read_buffer.data(), n)));
+  // Delivered as a read's completion is: after this call, not from inside it.
+  asio::post(down_.get_executor(), [self = shared_from_this(), ec] { self->watched(ec, 0); });
 }
 
-// A cleartext connection waits for its next bytes holding no buffer: the watch outlives the response, and
-// most connections spend their lives in it. The bytes are read once the socket has them, into a buffer
-// taken then.
-void Link::watch_readable() {
-  buffer_.shrink_to_fit();  // empty: gives the memory back
-  down_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+void Link::wait(tcp::socket::wait_type want) {
+  wait_after_eagain(down_.socket(), want, [self = shared_from_this()](error_code ec) {
     std::size_t n = 0;
     if (!ec) {
-      n = self->down_.socket().read_some(self->buffer_.prepare(kWatchReadBytes), ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) return self->watch_readable();  // nothing after all
+      auto next = tcp::socket::wait_read;
+      n = read_now(self->down_, self->buffer_.prepare(kWatchReadBytes), ec, next);
+      if (ec == asio::error::would_block) {  // a readiness that brought no whole TLS record, say
+        self->buffer_.shrink_to_fit();
+        return self->wait(next);
+      }
     }
     self->watched(ec, n);
   });

@@ -26,9 +26,8 @@ class Connection;
 // arrive, a Connection (the codec, run by a coroutine) serves it. Between requests a cleartext connection
 // rests: the Connection and its coroutine frames are gone and the link waits for the next bytes with one
 // wait for readability, holding no buffer (as nginx's keep-alive connections do), so that an idle
-// connection costs this object, that wait and the kernel's socket. The bytes start a new Connection.
-// (Over TLS the wait is a read into a small buffer: OpenSSL may hold decrypted bytes the socket no
-// longer shows.)
+// connection costs this object, that wait and the kernel's socket (and over TLS OpenSSL's session). The
+// bytes start a new Connection.
 class Link final : private net::Watchdog::Target, public ConnectionHandle, public std::enable_shared_from_this<Link> {
  public:
   Link(WorkerContext& worker, Downstream socket, std::string_view initial_bytes);
@@ -50,7 +49,7 @@ class Link final : private net::Watchdog::Target, public ConnectionHandle, publi
   // The watch: a read that tells when the client goes away mid-exchange, and that becomes the first read
   // of the next request when it brings bytes instead.
   void watch();
-  void watch_readable();
+  void wait(tcp::socket::wait_type want);  // after read_now()'s EAGAIN, for what it wants
   void watched(error_code ec, std::size_t n);
   static constexpr std::size_t kWatchReadBytes = 4096;
   // The watch ended while the link rests: the next request's Connection starts, or the connection ends.
