@@ -109,7 +109,7 @@ struct ProxyConfig {
   std::uint16_t upstream_port = 8080;
   unsigned workers = 0;                      // 0 = one per CPU it may use (common/cpu_budget.h)
   std::size_t upstream_max_idle = 1000;      // idle keep-alive connections kept per worker
-  std::size_t io_buffer_bytes = 64 * 1024;   // body relay buffer per direction per exchange
+  std::size_t io_buffer_bytes = 64 * 1024;   // body relay buffer per direction per exchange; the worker's read buffer (WorkerContext::read_buffer)
   // A body with at least this many bytes still to come, passing through unchanged (HTTP/1.1 without
   // TLS, Content-Length), moves socket to socket in the kernel (splice.h); 0 = never, copy every body.
   std::size_t splice_min_bytes = 16 * 1024;
