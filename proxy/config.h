@@ -116,7 +116,7 @@ struct ProxyConfig {
   // Responses too (request bodies only by default). A spliced response reaches a client on the same host
   // (loopback, a veth) as segments of page fragments its socket handles slower: 1 MiB downloads at
   // wrk -c50 ran at 0.5-0.8x the copied rate, the client's CPU per request up by more than sluice's went
-  // down (bench/README.md, session 26). A client across a NIC gets fresh segments either way.
+  // down (bench/README.md, 2026-11-28). A client across a NIC gets fresh segments either way.
   bool splice_responses = false;
   Limits limits;
   Timeouts timeouts;
