@@ -206,6 +206,9 @@ asio::awaitable<Connection::End> Connection::run() {
   // Each pass starts in Phase::awaiting_head, since link_->phase_start_ (the connection's start or the
   // end of the exchange before).
   while (true) {
+    // The header deadline passed while this coroutine was on its way (a rested link woke with bytes in
+    // the same turn of the event loop): there was nothing pending for it to cancel.
+    if (phase_ == Phase::head_timed_out) break;
     // Shutting down: a keep-alive client may already be sending its next request; wait a while for it.
     if (worker_.draining) {
       if (worker_.config.timeouts.drain_idle_close.count() <= 0 && down_buffer_.size() == 0 && !link_->watching_) break;

@@ -23,11 +23,13 @@ tcp::socket& socket_of(tcp::socket& s) { return s; }
 // One direction. What `from` has is read into the worker's buffer (`shared`; none is held while waiting)
 // and passed on at once; only what `to` cannot take now is copied, into a buffer of this direction's own
 // that goes once written. So an idle tunnel holds no buffer.
+// `ended`: set by the direction that failed, so that the other stops even where no operation of its was
+// pending for the cancel to reach (between reads, or yielding).
 template <class From, class To>
-asio::awaitable<void> copy(From& from, To& to, std::span<char> shared, Clock::time_point& last_activity) {
+asio::awaitable<void> copy(From& from, To& to, std::span<char> shared, Clock::time_point& last_activity, bool& ended) {
   error_code ignore;
   unsigned reads_in_a_row = 0;
-  while (true) {
+  while (!ended) {
     error_code ec;
     auto want = tcp::socket::wait_read;
     const std::size_t n = read_from(from, shared, ec, want);
@@ -53,7 +55,8 @@ asio::awaitable<void> copy(From& from, To& to, std::span<char> shared, Clock::ti
       co_await asio::post(socket_of(from).get_executor(), use_nothrow);
     }
   }
-  from.cancel(ignore);  // one side failed: end both directions
+  ended = true;  // one side failed: end both directions
+  from.cancel(ignore);
   to.cancel(ignore);
 }
 
@@ -76,7 +79,8 @@ asio::awaitable<void> relay_tunnel(Downstream& client, beast::flat_buffer& clien
   if (co_await flush(app_buffer, client)) co_return;
   // Both directions at once, joined: the tunnel ends when both have (a failure in one ends the other).
   using namespace asio::experimental::awaitable_operators;
-  co_await (copy(client, app, shared, last_activity) && copy(app, client, shared, last_activity));
+  bool ended = false;
+  co_await (copy(client, app, shared, last_activity, ended) && copy(app, client, shared, last_activity, ended));
 }
 
 }  // namespace sluice::proxy::h1

@@ -152,12 +152,14 @@ class TlsSocket {
     TlsSocket* self;
     asio::const_buffer bytes;
     std::vector<char> kept;
-    int operator()(std::size_t& n) { return bytes.size() == 0 ? 1 : SSL_write_ex(self->ssl_, bytes.data(), bytes.size(), &n); }
+    int operator()(std::size_t& n) {
+      const asio::const_buffer b = kept.empty() ? bytes : asio::buffer(kept);  // `kept` moves with this
+      return b.size() == 0 ? 1 : SSL_write_ex(self->ssl_, b.data(), b.size(), &n);
+    }
     void before_wait() {
-      if (bytes.data() != staging().data()) return;
+      if (bytes.data() != staging().data() || !kept.empty()) return;
       const auto* p = static_cast<const char*>(bytes.data());
       kept.assign(p, p + bytes.size());
-      bytes = asio::buffer(kept);
     }
   };
 
