@@ -117,8 +117,9 @@ struct WorkerContext final : private Connector {
   ConnectionCount* connection_count = nullptr;  // the worker's; none in unit tests
 
   // Where a connection's coroutine ends (the completion of its co_spawn): logs an exception and, unless
-  // `resting` (an HTTP/1.1 connection between requests, which lives on in its h1::Link without a coroutine
-  // and comes back here when it ends), counts the connection closed.
+  // `resting` (the connection lives on: an HTTP/1.1 one in its h1::Link, between requests without a
+  // coroutine, or in a coroutine the codec started; that one comes back here when it ends), counts the
+  // connection closed.
   void served(std::exception_ptr e, bool resting);
 
  private:

@@ -37,9 +37,6 @@ bool is_parse_error(error_code ec) {
          (ec.category() == beast_http && ec != http::error::partial_message && ec != http::error::end_of_stream);
 }
 
-// A rested link's next request. (The link by value: the coroutine is co_spawned, not awaited.)
-asio::awaitable<bool> resume(WorkerContext& worker, std::shared_ptr<Link> link);
-
 }  // namespace
 
 Link::Link(WorkerContext& worker, Downstream socket, std::string_view initial_bytes)
@@ -144,7 +141,7 @@ void Link::wake() {
     return;
   }
   auto& worker = worker_;
-  asio::co_spawn(down_.get_executor(), resume(worker, shared_from_this()),
+  asio::co_spawn(down_.get_executor(), serve(worker, shared_from_this()),
                  [&worker](std::exception_ptr e, bool resting) { worker.served(e, resting); });
 }
 
@@ -159,6 +156,7 @@ Connection::Connection(std::shared_ptr<Link> link)
       watch_done_(down_.get_executor()) {
   record.peer = peer_.peer;
   link_->codec_ = this;
+  head_.reserve(kHeadReserve);  // one allocation for most heads, rather than the string's doublings
 }
 
 Connection::~Connection() {
@@ -170,21 +168,18 @@ Connection::~Connection() {
   phase_ = Phase::closing;
 }
 
-namespace {
-asio::awaitable<bool> resume(WorkerContext& worker, std::shared_ptr<Link> link) { co_return co_await serve(worker, link); }
-}  // namespace
-
+// The accepted socket's link starts its first Connection as a rested link's next bytes do: in a coroutine
+// of its own, so the accept path's frames (sniffing, the TLS handshake) end here.
 asio::awaitable<bool> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes) {
-  auto link = std::make_shared<Link>(worker, std::move(socket), initial_bytes);
-  co_return co_await serve(worker, link);
+  std::make_shared<Link>(worker, std::move(socket), initial_bytes)->wake();
+  co_return true;
 }
 
-asio::awaitable<bool> serve(WorkerContext& worker, std::shared_ptr<Link>& link) {
+asio::awaitable<bool> serve(WorkerContext& worker, std::shared_ptr<Link> link) {
   std::optional<h2::Handover> h2c;
   PeerName peer;
   {
-    Connection c(link);
-    link.reset();
+    Connection c(std::move(link));
     const auto end = co_await c.run();
     if (end == Connection::End::rest) co_return true;
     if (end == Connection::End::h2c) {
@@ -193,8 +188,9 @@ asio::awaitable<bool> serve(WorkerContext& worker, std::shared_ptr<Link>& link) 
       h2c.emplace(h2::Handover{.socket = std::move(c.down_), .initial_bytes = std::move(rest), .upgrade = std::move(c.upgrade_)});
     }
   }
-  if (h2c) co_await h2::serve(worker, *h2c, peer);
-  co_return false;
+  if (!h2c) co_return false;
+  h2::start(worker, std::move(*h2c), std::move(peer));
+  co_return true;
 }
 
 bool Connection::may_rest() const {

@@ -39,7 +39,8 @@ class Link final : private net::Watchdog::Target, public ConnectionHandle, publi
 
  private:
   friend class Connection;
-  friend asio::awaitable<bool> serve(WorkerContext&, std::shared_ptr<Link>&);
+  friend asio::awaitable<bool> serve(WorkerContext&, std::shared_ptr<Link>);
+  friend asio::awaitable<bool> serve(WorkerContext&, Downstream&, const std::string&);
 
   // Waiting for a request head (until the header or keep-alive deadline, which then cancels the read or
   // the watch), or serving an exchange (its deadlines are the forwarder's), or done.
@@ -125,7 +126,7 @@ class Connection final : public ServerExchange {
   // for the next bytes.
   bool may_rest() const;
   friend class Link;
-  friend asio::awaitable<bool> serve(WorkerContext&, std::shared_ptr<Link>&);
+  friend asio::awaitable<bool> serve(WorkerContext&, std::shared_ptr<Link>);
   using Phase = Link::Phase;
 
   std::shared_ptr<Link> link_;
@@ -135,7 +136,8 @@ class Connection final : public ServerExchange {
   const PeerName& peer_;
   Phase& phase_;
   ScratchBuffer scratch_;  // chunked decoding and lingering, allocated on first use
-  std::string head_;                         // the response head being written, reused across exchanges
+  static constexpr std::size_t kHeadReserve = 512;
+  std::string head_;  // the response head being written, reused across the exchanges of one Connection
 
   // The exchange in progress.
   std::optional<RequestParser> parser_;
@@ -169,10 +171,12 @@ class Connection final : public ServerExchange {
 };
 
 // Accepted-socket entry point. `initial_bytes` were read from the socket already (while sniffing for the
-// HTTP/2 preface). Returns true when the connection rests (it lives on in its Link; see WorkerContext::served).
+// HTTP/2 preface). Returns true at once: the connection lives on in its Link, whose first Connection runs in
+// a coroutine of its own (see WorkerContext::served).
 // (By reference: GCC 12 destroys by-value temporaries of a co_await expression twice.)
 asio::awaitable<bool> serve(WorkerContext& worker, Downstream& socket, const std::string& initial_bytes);
-// Serves a link until it closes, is handed over to h2c, or rests.
-asio::awaitable<bool> serve(WorkerContext& worker, std::shared_ptr<Link>& link);
+// Serves a link until it closes, is handed over to h2c, or rests; started by Link::wake() with co_spawn
+// (never co_awaited: GCC 12 and the by-value argument, above).
+asio::awaitable<bool> serve(WorkerContext& worker, std::shared_ptr<Link> link);
 
 }  // namespace sluice::proxy::h1

@@ -10,8 +10,9 @@
 
 namespace sluice::proxy::h2 {
 
-// Runs the connection to its end, taking the socket out of `handover`; `peer` names the client. (References,
-// not values: GCC 12 destroys by-value temporaries of a co_await expression twice.)
-asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const PeerName& peer);
+// Starts serving the connection in a coroutine of its own, which runs to the connection's end and then
+// tells the worker (WorkerContext::served); `peer` names the client. The caller's frames (sniffing, the TLS
+// handshake, an h2c upgrade's HTTP/1.1 exchange) end while the session runs.
+void start(WorkerContext& worker, Handover handover, PeerName peer);
 
 }  // namespace sluice::proxy::h2

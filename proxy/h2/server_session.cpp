@@ -339,9 +339,18 @@ asio::awaitable<void> Session::run(const std::string& initial, std::unique_ptr<U
   socket_.close(ignore);
 }
 
-asio::awaitable<void> serve(WorkerContext& worker, Handover& handover, const PeerName& peer) {
-  Session session(worker, std::move(handover.socket), peer);
+namespace {
+// By value: co_spawned, never co_awaited (GCC 12 destroys by-value temporaries of a co_await expression twice).
+asio::awaitable<void> serve(WorkerContext& worker, Handover handover, PeerName peer) {
+  Session session(worker, std::move(handover.socket), std::move(peer));
   co_await session.run(handover.initial_bytes, handover.upgrade);
+}
+}  // namespace
+
+void start(WorkerContext& worker, Handover handover, PeerName peer) {
+  auto executor = handover.socket.get_executor();
+  asio::co_spawn(executor, serve(worker, std::move(handover), std::move(peer)),
+                 [&worker](std::exception_ptr e) { worker.served(e, false); });
 }
 
 }  // namespace sluice::proxy::h2

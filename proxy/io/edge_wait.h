@@ -18,6 +18,8 @@
 // than epoll) falls back to async_wait. The worker's io_context runs on one thread, as everywhere here.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 
@@ -107,6 +109,35 @@ class CancelWait {
   int op_type_;
 };
 
+// Counts the io_contexts that have ended (their services are destroyed with them).
+inline std::atomic<std::uint64_t> contexts_ended{0};
+class EndWatch final : public ad::execution_context_service_base<EndWatch> {
+ public:
+  explicit EndWatch(asio::execution_context& context) : ad::execution_context_service_base<EndWatch>(context) {}
+  ~EndWatch() override { contexts_ended.fetch_add(1, std::memory_order_release); }
+  void shutdown() override {}
+};
+
+// The socket's reactor, looked up once per thread and io_context: use_service() walks the context's
+// services under its mutex comparing type names, which costs about 200 instructions, a wait after EAGAIN a few dozen (1 % of
+// an HTTP/1.1 request's instructions in the proxy). Any context's end drops every thread's entry: a new
+// context may take the address of one that is gone.
+inline ad::reactor& reactor_of(tcp::socket& socket) {
+  struct Cached {
+    asio::execution_context* context = nullptr;
+    ad::reactor* reactor = nullptr;
+    std::uint64_t ends = 0;
+  };
+  thread_local Cached cached;
+  auto& context = asio::query(socket.get_executor(), asio::execution::context);
+  const auto ends = contexts_ended.load(std::memory_order_acquire);
+  if (cached.context != &context || cached.ends != ends) {
+    asio::use_service<EndWatch>(context);
+    cached = {&context, &asio::use_service<ad::reactor>(context), ends};
+  }
+  return *cached.reactor;
+}
+
 struct InitiateWait {
   tcp::socket& socket;
 
@@ -114,7 +145,7 @@ struct InitiateWait {
   void operator()(Handler&& handler, tcp::socket::wait_type what) const {
     using Op = WaitOp<std::decay_t<Handler>, tcp::socket::executor_type>;
     auto& state = SocketState::of(socket);
-    auto& reactor = asio::use_service<ad::reactor>(asio::query(socket.get_executor(), asio::execution::context));
+    auto& reactor = reactor_of(socket);
     const int op_type = what == tcp::socket::wait_write ? ad::reactor::write_op : ad::reactor::read_op;
     const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
     auto slot = asio::get_associated_cancellation_slot(handler);

@@ -90,8 +90,9 @@ asio::awaitable<void> sniff(WorkerContext& worker, tcp::socket& socket, Sniffed&
 
 }  // namespace
 
-// This frame lives as long as the connection's coroutine: it holds the socket until a codec takes it, the
-// decision, and the codec's awaitable, nothing more. Returns true when the connection rests (h1::Link).
+// This frame ends once a codec has the connection (each runs in a coroutine of its own: h1::Link::wake,
+// h2::start). Returns true when the connection lives on there (see WorkerContext::served), false when it
+// ended here.
 asio::awaitable<bool> serve_plain(WorkerContext& worker, tcp::socket socket) {
   using Next = Sniffed::Next;
   Sniffed sniffed;
@@ -103,10 +104,9 @@ asio::awaitable<bool> serve_plain(WorkerContext& worker, tcp::socket socket) {
       co_return co_await h1::serve(worker, down, sniffed.bytes);
     }
     case Next::h2: {
-      const PeerName peer = peer_name(socket);
-      h2::Handover handover{.socket = Downstream(std::move(socket)), .initial_bytes = std::move(sniffed.bytes)};
-      co_await h2::serve(worker, handover, peer);
-      break;
+      PeerName peer = peer_name(socket);
+      h2::start(worker, {.socket = Downstream(std::move(socket)), .initial_bytes = std::move(sniffed.bytes)}, std::move(peer));
+      co_return true;
     }
     case Next::bad_preface: co_await refuse_bad_preface(socket); break;
     case Next::refuse_http1: co_await refuse_http1(socket); break;

@@ -165,10 +165,9 @@ asio::awaitable<bool> serve_tls(WorkerContext& worker, tcp::socket socket, std::
   const bool h2 = alpn_len == 2 && alpn[0] == 'h' && alpn[1] == '2';
   Downstream down(std::move(stream), std::move(context));
   if (h2) {
-    const PeerName peer = peer_name(down.socket());
-    h2::Handover handover{.socket = std::move(down)};
-    co_await h2::serve(worker, handover, peer);
-    co_return false;
+    PeerName peer = peer_name(down.socket());
+    h2::start(worker, {.socket = std::move(down)}, std::move(peer));
+    co_return true;
   }
   const std::string nothing;
   co_return co_await h1::serve(worker, down, nothing);

@@ -50,7 +50,8 @@ class TlsContexts {
 };
 
 // An accepted TLS-port connection: handshake (bounded by the client-header timeout), then h2 or
-// HTTP/1.1 as ALPN chose. Returns whether the connection rests (an HTTP/1.1 one, between requests: h1::Link).
+// HTTP/1.1 as ALPN chose. Returns whether the connection lives on in the codec's own coroutine (or, for
+// HTTP/1.1 between requests, in its h1::Link), false when it ended here.
 asio::awaitable<bool> serve_tls(WorkerContext& worker, tcp::socket socket, std::shared_ptr<ssl::context> context);
 
 }  // namespace sluice::proxy
