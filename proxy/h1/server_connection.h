@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/thread_cache.h"
 #include "common/watchdog.h"
 #include "proxy/exchange.h"
 #include "proxy/h1/message.h"
@@ -52,7 +53,9 @@ class Link final : private net::Watchdog::Target, public ConnectionHandle, publi
   void watch();
   void wait(tcp::socket::wait_type want);  // after read_now()'s EAGAIN, for what it wants
   void watched(error_code ec, std::size_t n);
-  static constexpr std::size_t kWatchReadBytes = 4096;
+  // The buffer a woken watch reads into: most request heads fit, larger ones grow it as they are read; and
+  // it is a block the per-thread free lists serve (memory::kLargestCachedBlock), not malloc.
+  static constexpr std::size_t kWatchReadBytes = memory::kLargestCachedBlock;
   // The watch ended while the link rests: the next request's Connection starts, or the connection ends.
   void wake();
 

@@ -208,11 +208,20 @@ Clock::time_point Session::next_deadline() const {
   auto d = next_stall_check_;
   if (const auto idle = worker_.config.timeouts.client_header; idle.count() > 0 && !idle_over_)
     d = std::min(d, last_activity_ + idle);
+  if (!rested_) d = std::min(d, std::max(rest_not_before_, last_activity_ + kRestAfter));
   return d;
 }
 
 void Session::on_deadline() {
   const auto now = Clock::now();
+  if (!rested_ && now >= std::max(rest_not_before_, last_activity_ + kRestAfter)) {
+    if (open_streams_ == 0 && running_ == 0 && !wire_.writing()) {
+      wire_.rest();
+      rested_ = true;
+    } else {
+      rest_not_before_ = now + kRestAfter;
+    }
+  }
   if (now >= next_stall_check_) {
     next_stall_check_ = now + guard_.stall_check_period();
     const bool waiting = response_waiting();
@@ -307,6 +316,10 @@ asio::awaitable<void> Session::run(const std::string& initial, std::unique_ptr<U
       break;
     }
     last_activity_ = Clock::now();
+    if (rested_) {
+      rested_ = false;
+      watchdog_.rearm();  // the rest deadline is back, and earlier than any other
+    }
     ok = feed(worker_.read_buffer.data(), n);
     if (ok && ++reads_in_a_row == kReadsBeforeYield) {
       reads_in_a_row = 0;

@@ -98,6 +98,12 @@ class Session final : private net::Watchdog::Target, public ConnectionHandle {
   Clock::time_point next_stall_check_ = Clock::time_point::max();
   bool watched_ = false;    // the deadlines apply (from the start of run() until its reader ends)
   bool idle_over_ = false;  // the idle check is done (GOAWAY sent, or nothing left to do): the stall check goes on
+  // The rest: a session without a stream for kRestAfter gives back the memory it does not need while
+  // idle (Wire::rest); a rested session's next read takes the rest deadline up again. Not at once, which
+  // would cost a system call and a page fault per request on a connection that carries one at a time.
+  static constexpr Clock::duration kRestAfter = std::chrono::seconds(1);
+  bool rested_ = false;
+  Clock::time_point rest_not_before_ = Clock::time_point::min();  // pushed on while streams are open
   bool rejection_logged_ = false;
   std::string head_names_;          // submit_head's scratch, reused
   std::vector<nghttp2_nv> head_nva_;

@@ -7,27 +7,62 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "common/ascii.h"
 #include "common/thread_cache.h"
 
 namespace sluice::proxy::h2 {
 namespace {
 
-// nghttp2's own allocations (four per stream: its stream, the header block's buffers) from the same
-// per-thread free lists as the rest of an exchange (common/thread_cache.h).
-void* ng_malloc(std::size_t size, void*) { return memory::try_allocate(size); }
-void ng_free(void* block, void*) { memory::deallocate(block); }
-void* ng_calloc(std::size_t count, std::size_t size, void*) {
+std::size_t page_size() {
+  static const auto size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+}  // namespace
+
+// nghttp2's own allocations (four per stream: its stream, the header block's buffers) come from the same
+// per-thread free lists as the rest of an exchange. nghttp2 1.52 takes its outbound frame buffer with
+// realloc(nullptr, kFrameBufferBytes) as the session is made: that one is page-aligned instead.
+void* Wire::ng_malloc(std::size_t size, void*) { return memory::try_allocate(size); }
+void Wire::ng_free(void* block, void* wire) {
+  auto& w = *static_cast<Wire*>(wire);
+  if (block && block == w.frame_buffer_) {
+    w.frame_buffer_ = nullptr;
+    std::free(block);
+    return;
+  }
+  memory::deallocate(block);
+}
+void* Wire::ng_calloc(std::size_t count, std::size_t size, void*) {
   if (size != 0 && count > SIZE_MAX / size) return nullptr;
   void* block = memory::try_allocate(count * size);
   if (block) std::memset(block, 0, count * size);
   return block;
 }
 // Every block is a malloc block, so glibc's realloc takes it as it is.
-void* ng_realloc(void* block, std::size_t size, void*) { return std::realloc(block, size); }
-nghttp2_mem pooled_mem{nullptr, &ng_malloc, &ng_free, &ng_calloc, &ng_realloc};
+void* Wire::ng_realloc(void* block, std::size_t size, void* wire) {
+  auto& w = *static_cast<Wire*>(wire);
+  if (!block && size == kFrameBufferBytes && !w.frame_buffer_) {
+    w.frame_buffer_ = std::aligned_alloc(page_size(), size);
+    return w.frame_buffer_;
+  }
+  if (block && block == w.frame_buffer_) w.frame_buffer_ = nullptr;  // resized: an ordinary block from now on
+  return std::realloc(block, size);
+}
 
-}  // namespace
+void Wire::rest() {
+  if (writing_ || batch_bytes_ != 0) return;
+  if (frame_buffer_) ::madvise(frame_buffer_, kFrameBufferBytes / page_size() * page_size(), MADV_DONTNEED);
+  frames_ = std::string();
+  flat_ = std::string();
+  pieces_ = {};
+  taken_ = {};
+  gather_ = {};
+  slices_ = {};
+}
 
 std::size_t SendQueue::append(asio::const_buffer data) {
   constexpr std::size_t kSmallestRing = 1024;  // served from malloc's per-thread cache (larger blocks are not)
@@ -91,8 +126,8 @@ bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
   nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_max_settings(opt, 32);
   if (configure) configure(opt);
-  int rv = role == Role::server ? nghttp2_session_server_new3(&ng_, cb, owner, opt, &pooled_mem)
-                                : nghttp2_session_client_new3(&ng_, cb, owner, opt, &pooled_mem);
+  int rv = role == Role::server ? nghttp2_session_server_new3(&ng_, cb, owner, opt, &mem_)
+                                : nghttp2_session_client_new3(&ng_, cb, owner, opt, &mem_);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
   if (rv != 0) return false;

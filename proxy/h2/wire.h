@@ -129,6 +129,11 @@ class Wire {
   // Wakes the writer (something was submitted).
   void want_write() { write_wanted_.notify(); }
 
+  // For a connection gone idle (no stream, nothing to write): nghttp2's outbound frame buffer gives its
+  // pages back to the system (its bytes are dead between frames; the next frame gets the pages back,
+  // zeroed), and the writer's batch buffers their capacity. Does nothing while a write is under way.
+  void rest();
+
   // Writes what nghttp2 has to send until `stop()` holds with nothing left to send, or the socket fails.
   // Returns the write error, if any.
   template <class Socket, class Stop>
@@ -155,6 +160,18 @@ class Wire {
   bool collect(std::size_t limit);
   void add_frame_bytes(const uint8_t* data, std::size_t n);
   void written();
+
+  // nghttp2's allocations: from the per-thread free lists (common/thread_cache.h), but for its outbound
+  // frame buffer (one per session, allocated with it: kFrameBufferBytes in nghttp2 1.52), which starts
+  // on a page of its own so that rest() can hand its whole pages back. (A library that allocates it
+  // otherwise leaves it an ordinary block that rest() does not touch.)
+  static void* ng_malloc(std::size_t size, void* wire);
+  static void ng_free(void* block, void* wire);
+  static void* ng_calloc(std::size_t count, std::size_t size, void* wire);
+  static void* ng_realloc(void* block, std::size_t size, void* wire);
+  static constexpr std::size_t kFrameBufferBytes = 9 + 1 + 16384;  // a frame header, a pad length, a payload
+  nghttp2_mem mem_{this, &Wire::ng_malloc, &Wire::ng_free, &Wire::ng_calloc, &Wire::ng_realloc};
+  void* frame_buffer_ = nullptr;
 
   nghttp2_session* ng_ = nullptr;
   Notifier write_wanted_;

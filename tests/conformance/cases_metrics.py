@@ -195,15 +195,21 @@ def user_metrics_resource_labels(t):
 def user_metrics_http_server_and_client_families(t):
     """otelhttp's server metrics (requests to the proxy) and client metrics (requests to the app) beside
     Knative's own, by method and status."""
+    families = ("http_server_request_duration_seconds", "http_server_request_body_size_bytes",
+                "http_server_response_body_size_bytes", "http_client_request_duration_seconds",
+                "http_client_request_body_size_bytes")
+    def get_200(samples, family):
+        return count(samples, family + "_count", http_request_method="GET", http_response_status_code="200")
     before, _ = scrape()
     clients.request("/")
-    samples, _ = scrape()
-    for family in ("http_server_request_duration_seconds", "http_server_request_body_size_bytes",
-                   "http_server_response_body_size_bytes", "http_client_request_duration_seconds",
-                   "http_client_request_body_size_bytes"):
-        n = count(samples, family + "_count", http_request_method="GET", http_response_status_code="200")
-        check(n == count(before, family + "_count", http_request_method="GET", http_response_status_code="200") + 1,
-              f"{family}_count for GET 200 went {count(before, family + '_count')} -> {n} ({sorted(samples)[:40]})")
+    # The exchange is measured as it ends, which may be a moment after its answer arrived.
+    def measured(samples):
+        return all(get_200(samples, f) > get_200(before, f) for f in families)
+    samples = wait_for(lambda: (lambda s: s if measured(s) else None)(scrape()[0]), 5, "the request measured")
+    for family in families:
+        n = get_200(samples, family)
+        check(n == get_200(before, family) + 1,
+              f"{family}_count for GET 200 went {get_200(before, family)} -> {n} ({sorted(samples)[:40]})")
 
 
 @case(PROM)
@@ -214,9 +220,12 @@ def user_metrics_route_tag_label(t):
     for headers in ({"Knative-Serving-Tag": "canary"}, {"Knative-Serving-Default-Route": "true"},
                     {"Knative-Serving-Tag": "x", "Knative-Serving-Default-Route": "true"}, {}):
         clients.request("/", headers)
-    after, _ = scrape()
     name = "http_server_request_duration_seconds_count"
-    for tag in ("canary", "kn:default", "kn:undefined", "kn:disabled"):
+    tags = ("canary", "kn:default", "kn:undefined", "kn:disabled")
+    def measured(samples):  # each exchange is measured as it ends, a moment after its answer maybe
+        return all(count(samples, name, kn_route_tag=tag) > count(before, name, kn_route_tag=tag) for tag in tags)
+    after = wait_for(lambda: (lambda s: s if measured(s) else None)(scrape()[0]), 5, "the requests measured")
+    for tag in tags:
         check(count(after, name, kn_route_tag=tag) == count(before, name, kn_route_tag=tag) + 1,
               f"kn_route_tag={tag}: {count(before, name, kn_route_tag=tag)} -> {count(after, name, kn_route_tag=tag)}")
 

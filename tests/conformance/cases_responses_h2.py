@@ -11,10 +11,11 @@ requests to the app as h2c on any port; sluice on this one. Each expectation is 
 v1.23 gives the same client; where a response it serves would be refused, that is a deliberate difference
 with its reason."""
 import json
+import time
 
 import clients
 import upstreams
-from harness import RAW_H2_APP, Profile, observed_case, short
+from harness import RAW_H2_APP, Profile, case, check, observed_case, short
 from upstreams import H2Step
 
 H2C = 8013
@@ -241,3 +242,28 @@ matrix_case("closed_mid_body", [H(status("200", ("content-length", "10"))), D(b"
 matrix_case("reset_mid_body", [H(status("200", ("content-length", "10"))), D(b"hello"), ("sleep", 0.2), "reset"],
             {"end": cut})
 matrix_case("data_before_headers", [D(b"hello", end=True)], BAD_GATEWAY)
+
+
+# Two DATA frames of a full frame's size and a third: the response leaves through several frames.
+upstreams.RAW_H2["after-idle"] = [H([(":status", "200"), ("content-type", "text/plain"), ("x-same", "every time")]),
+                                  D(b"a" * 16384), D(b"b" * 16384), D(b"c" * 100, end=True)]
+
+
+@case(RAW_H2)
+def h2_connection_idle_for_two_seconds_serves_on(t):
+    """An HTTP/2 connection left idle for 2 s serves its next requests as it served its first: the same
+    fields each time (HPACK's dynamic tables, both ways, outlive the idle time) and the same body over
+    several DATA frames. (sluice gives an idle session's frame buffer pages back after 1 s.)"""
+    c = clients.H2Conn(port=H2C, timeout=20)
+    asked = [("x-asked", "the same field")]
+    try:
+        first = c.read(c.request("GET", "/raw/after-idle", asked))
+        check(first.end == "end" and len(first.body) == 2 * 16384 + 100, f"first: {first.end} {len(first.body)} bytes")
+        head = sorted(kv for kv in first.blocks[0] if kv[0] != "date")
+        time.sleep(2)  # the idle time is what this case is about, not a wait for something
+        for i in range(2):
+            st = c.read(c.request("GET", "/raw/after-idle", asked))
+            check(st.end == "end" and st.body == first.body, f"after the idle time, #{i + 1}: {st.end} {len(st.body)} bytes")
+            check(sorted(kv for kv in st.blocks[0] if kv[0] != "date") == head, f"#{i + 1}: {st.blocks[0]} vs {head}")
+    finally:
+        c.close()
