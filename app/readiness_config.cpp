@@ -4,9 +4,9 @@
 #include <string>
 
 #include <boost/asio/ip/address.hpp>
-#include <boost/beast/core/string.hpp>
 #include <boost/json.hpp>
 
+#include "common/ascii.h"
 #include "common/config_error.h"
 #include "common/log.h"
 
@@ -90,9 +90,9 @@ proxy::ReadinessProbeConfig parse_one(const boost::json::value& v, std::uint16_t
       if (!p->is_string()) bad_probe("httpGet.scheme must be a string");
       // Go lower-cases a URL's scheme; Knative writes HTTP when the user gave none.
       const auto& scheme = p->as_string();
-      if (boost::beast::iequals(scheme, "HTTPS")) {
+      if (iequals(scheme, "HTTPS")) {
         c.https = true;
-      } else if (!scheme.empty() && !boost::beast::iequals(scheme, "HTTP")) {
+      } else if (!scheme.empty() && !iequals(scheme, "HTTP")) {
         c.kind = proxy::ReadinessProbeConfig::Kind::never_passes;  // Go: unsupported protocol scheme
         log::warn("SERVING_READINESS_PROBE: an httpGet probe with this scheme never passes")
             .kv("scheme", std::string_view(scheme));

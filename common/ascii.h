@@ -18,6 +18,18 @@ inline std::string_view trim(std::string_view s, std::string_view space = " \t")
 // White space around a line of text or its fields, a CRLF's CR included.
 inline constexpr std::string_view kLineSpace = " \t\r\n";
 
+// Equality without ASCII case: header names and tokens, schemes, config values.
+inline bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
 inline std::string ascii_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)

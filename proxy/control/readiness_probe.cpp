@@ -2,8 +2,8 @@
 #include "proxy/control/readiness_probe.h"
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/beast/core/string.hpp>
 
+#include "common/ascii.h"
 #include "proxy/control/grpc_health_probe.h"
 #include "proxy/io/tls_client.h"
 
@@ -27,7 +27,6 @@ std::string probe_request(const ReadinessProbeConfig& c) {
   std::string req = "GET " + c.path + " HTTP/1.1\r\nHost: " + host_port(c) + "\r\nUser-Agent: kube-probe//\r\n";
   bool close_asked = false, encoding_asked = false;
   for (const auto& [name, value] : c.headers) {
-    using beast::iequals;
     if (iequals(name, "Host") || iequals(name, "User-Agent") || iequals(name, "Content-Length") ||
         iequals(name, "Transfer-Encoding") || iequals(name, "Trailer"))
       continue;  // Go's Request.Write leaves these out of the header map

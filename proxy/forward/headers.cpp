@@ -9,18 +9,6 @@
 #include "common/ascii.h"
 
 namespace sluice::proxy {
-namespace {
-
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-}  // namespace
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
 
 bool is_hop_by_hop(std::string_view name) {
   static constexpr std::array<std::string_view, 8> kHop = {

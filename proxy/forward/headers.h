@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/ascii.h"
+
 namespace sluice::proxy {
 
 // RFC 7230 §6.1 connection-specific fields, plus Proxy-Connection and Keep-Alive that older peers use.
@@ -44,9 +46,6 @@ inline constexpr std::string_view kDefaultRouteHeader = "Knative-Serving-Default
 // Now as an HTTP-date (RFC 9110 §5.6.7, "Sun, 06 Nov 1994 08:49:37 GMT"), formatted once a second per
 // thread. Every response gets a Date when the app gave none, as from Go's server (queue-proxy) or nginx.
 std::string_view http_date_now();
-
-// Case-insensitive ASCII equality for header names and tokens.
-bool iequals(std::string_view a, std::string_view b);
 
 // A random UUID v4 for X-Request-Id, from a fast per-thread generator.
 class RequestIdGenerator {

@@ -1,7 +1,7 @@
 // HTTP/2 request checks; see validate.h.
 #include "proxy/h2/validate.h"
 
-#include <boost/beast/core/string.hpp>
+#include "common/ascii.h"
 
 namespace sluice::proxy::h2 {
 
@@ -11,7 +11,7 @@ std::optional<LocalAnswer> request_refusal(const http::request_header<>& req, st
   auto hosts = req.equal_range(http::field::host);
   if (hosts.first == hosts.second) return std::nullopt;
   if (std::next(hosts.first) != hosts.second) return LocalAnswer{.status = 400, .body = "several host fields"};
-  if (!authority.empty() && !beast::iequals(hosts.first->value(), authority))
+  if (!authority.empty() && !iequals(hosts.first->value(), authority))
     return LocalAnswer{.status = 400, .body = "host and :authority differ"};
   return std::nullopt;
 }

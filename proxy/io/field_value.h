@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "proxy/asio.h"
-#include "proxy/forward/headers.h"
+#include "common/ascii.h"
 
 namespace sluice::proxy {
 
