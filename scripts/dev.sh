@@ -26,6 +26,8 @@ RUN_PACKAGES=("${BUILD_PACKAGES[@]}" curl ca-certificates)
 SCALER_BUILD_PACKAGES=("${BUILD_PACKAGES[@]}" libgrpc++-dev protobuf-compiler-grpc)
 PACKAGES=(
   "${SCALER_BUILD_PACKAGES[@]}" git ca-certificates
+  # The dist preset (the image test's one-file build) finds most of the release preset's objects in its cache.
+  ccache
   libgtest-dev libgmock-dev
   # The fuzz preset: Debian's clang 14 and its libFuzzer/sanitizer runtimes (a Recommends, so named here).
   clang libclang-rt-14-dev

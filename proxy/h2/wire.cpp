@@ -23,6 +23,9 @@ std::size_t page_size() {
 
 }  // namespace
 
+// aligned_alloc() takes a size that is a multiple of the alignment (C11; ASan holds glibc to it).
+std::size_t Wire::frame_buffer_span() { return (kFrameBufferBytes + page_size() - 1) / page_size() * page_size(); }
+
 // nghttp2's own allocations (four per stream: its stream, the header block's buffers) come from the same
 // per-thread free lists as the rest of an exchange. nghttp2 1.52 takes its outbound frame buffer with
 // realloc(nullptr, kFrameBufferBytes) as the session is made: that one is page-aligned instead.
@@ -46,7 +49,7 @@ void* Wire::ng_calloc(std::size_t count, std::size_t size, void*) {
 void* Wire::ng_realloc(void* block, std::size_t size, void* wire) {
   auto& w = *static_cast<Wire*>(wire);
   if (!block && size == kFrameBufferBytes && !w.frame_buffer_) {
-    w.frame_buffer_ = std::aligned_alloc(page_size(), size);
+    w.frame_buffer_ = std::aligned_alloc(page_size(), frame_buffer_span());
     return w.frame_buffer_;
   }
   if (block && block == w.frame_buffer_) w.frame_buffer_ = nullptr;  // resized: an ordinary block from now on
@@ -55,7 +58,7 @@ void* Wire::ng_realloc(void* block, std::size_t size, void* wire) {
 
 void Wire::rest() {
   if (writing_ || batch_bytes_ != 0) return;
-  if (frame_buffer_) ::madvise(frame_buffer_, kFrameBufferBytes / page_size() * page_size(), MADV_DONTNEED);
+  if (frame_buffer_) ::madvise(frame_buffer_, frame_buffer_span(), MADV_DONTNEED);
   frames_ = std::string();
   flat_ = std::string();
   pieces_ = {};

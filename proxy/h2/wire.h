@@ -170,6 +170,7 @@ class Wire {
   static void* ng_calloc(std::size_t count, std::size_t size, void* wire);
   static void* ng_realloc(void* block, std::size_t size, void* wire);
   static constexpr std::size_t kFrameBufferBytes = 9 + 1 + 16384;  // a frame header, a pad length, a payload
+  static std::size_t frame_buffer_span();  // kFrameBufferBytes in whole pages: what the aligned block holds
   nghttp2_mem mem_{this, &Wire::ng_malloc, &Wire::ng_free, &Wire::ng_calloc, &Wire::ng_realloc};
   void* frame_buffer_ = nullptr;
 
