@@ -169,11 +169,17 @@ int run_node(Args args) {
     return 0;
   }
   if (node.control < 0) {
-    ::unlink(s.control_socket.c_str());  // an earlier agent's, which no longer answers
+    // Bound and listening under a temporary name, then renamed over an earlier agent's (which no longer
+    // answers): whoever sees the socket's path can connect to it.
+    const std::string temporary = control_dir + "/." + fs::path(s.control_socket).filename().string();
+    ::unlink(temporary.c_str());
     node.control = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (node.control < 0 || node::unix_bind(node.control, s.control_socket) != 0 ||
-        ::chmod(s.control_socket.c_str(), 0600) != 0 || ::listen(node.control, 16) != 0)
-      throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": " + std::strerror(errno));
+    if (node.control < 0 || node::unix_bind(node.control, temporary) != 0 || ::chmod(temporary.c_str(), 0600) != 0 ||
+        ::listen(node.control, 16) != 0 || ::rename(temporary.c_str(), s.control_socket.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(temporary.c_str());
+      throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": " + std::strerror(err));
+    }
   }
   {
     // This thread lives as long as the agent: the zygote's parent-death signal follows it.

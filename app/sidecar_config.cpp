@@ -149,7 +149,7 @@ std::vector<OptionSpec> sidecar_options() {
       {"SLUICE_METRIC_NAMES", "metric-names", false,
        "request metric family: legacy (QP <= 1.18), otel (QP >= 1.19) or both (default: by the variables set)"},
       {"ENABLE_HTTP_FULL_DUPLEX", "enable-http-full-duplex", false,
-       "accepted; HTTP/1.1 bodies always stream both ways at once (see README)"},
+       "accepted; HTTP/1.1 bodies always stream both ways at once (see docs/sidecar.md)"},
       // Known to queue-proxy, not needed by sluice: named in the start-up warning when set.
       {"HOST_IP", "host-ip", false, "accepted, not used"},
       {"SYSTEM_NAMESPACE", "system-namespace", false, "accepted, not used"},
@@ -237,7 +237,7 @@ SidecarConfig parse_sidecar_config(const EnvLookup& env, Args flags) {
     }
     c.proxy.upstream_port = static_cast<std::uint16_t>(port);
   }
-  // A negative timeout, as 0: queue-proxy's timer fires at once (sluice: no timeout, see README).
+  // A negative timeout, as 0: queue-proxy's timer fires at once (sluice: no timeout, see docs/sidecar.md).
   auto timeout = std::max<std::int64_t>(0, o.get_int("REVISION_TIMEOUT_SECONDS", 300, INT32_MIN, kMaxSeconds));
   c.revision_timeout_disabled = timeout == 0;
   c.proxy.timeouts.request = seconds(timeout);

@@ -206,7 +206,7 @@ run_tests() {
     ctest --preset tsan
   fi
   # Fuzzing (SLUICE_TEST_FUZZ=1): the libFuzzer targets, built with clang, each replay their corpus and then
-  # fuzz for SLUICE_FUZZ_SECONDS per target (default 30; see README). Not in CI's default run: the release and ASan suites
+  # fuzz for SLUICE_FUZZ_SECONDS per target (default 30; see docs/building-and-testing.md). Not in CI's default run: the release and ASan suites
   # above already replay every corpus (fuzz_replay.*), and the clang build and the fuzzing would take CI
   # past its 45 minutes.
   if [ "${SLUICE_TEST_FUZZ:-0}" = 1 ]; then

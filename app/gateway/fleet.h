@@ -16,7 +16,7 @@
 //                            validated, rolled over, traffic assigned, the routing table
 //   fleet_status.cpp         /.sluice/status and /metrics
 // The parts exchange data (a gate's view, a revision's settings) and calls through the interfaces above;
-// none reaches into another's fields. Where ../shared/DESIGN.md ("The gateway") says otherwise: the proxy's
+// none reaches into another's fields. Where the first design of the gateway said otherwise (docs/architecture.md, "The gateway"): the proxy's
 // InstanceSet is the Fleet, which routes and then asks the revision's gate (a gate knows one revision);
 // the supervisor's blocking work runs on its own spawner, throttler and task threads, not on the
 // runtime's reactor; image resolution is runtime/'s (ImageStore, apply_image) but which image a revision

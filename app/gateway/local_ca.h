@@ -1,7 +1,7 @@
 // HTTPS for the local gateway, as mkcert does it: a certificate authority made once per user, whose key
 // never leaves its directory (0700, the key 0600, refused when others may read or write them), and at
 // each start (and config change) a server certificate it signs for the gateway's names. Trusting the CA
-// once (README) makes every later certificate trusted. ECDSA P-256 and SHA-256 throughout.
+// once (docs/gateway.md) makes every later certificate trusted. ECDSA P-256 and SHA-256 throughout.
 #pragma once
 
 #include <filesystem>

@@ -18,7 +18,7 @@ struct MetadataCaller {
   std::string instance, service, revision;
 };
 
-// The fake token's value, documented in the README.
+// The fake token's value, documented in docs/gateway.md ("The metadata server").
 inline constexpr const char* kFakeToken = "sluice-local-fake-token-valid-nowhere";
 
 // The answer for one request; `caller` is the instance that asked, when known. Exposed for tests.

@@ -241,7 +241,7 @@ def user_metrics_process_and_runtime_families(t):
 
 # Every family queue-proxy v1.23 serves on :9091 after requests like these, with its label names: the
 # operator's dashboards and alerts see the same series. Go's runtime families (go_*) are queue-proxy's alone:
-# a C++ binary has no goroutines or Go heap (the README's difference table says what to chart instead).
+# a C++ binary has no goroutines or Go heap (docs/sidecar.md's list of differences says what to chart instead).
 _SCOPE = ["otel_scope_name", "otel_scope_schema_url", "otel_scope_version"]
 _HTTP = sorted(["http_request_method", "http_response_status_code", "kn_route_tag", "network_protocol_name",
                 "network_protocol_version", "server_address", "url_scheme"] + _SCOPE)

@@ -4,7 +4,7 @@
 # Every case in private network namespaces, on queue-proxy's real ports, with the environment Knative injects.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# In a chroot (../shared/tools/fresh-debian) '/' is not a mount point and `unshare --mount --propagation
+# In a chroot, such as a fresh Debian 12 machine (container), '/' is not a mount point and `unshare --mount --propagation
 # private` fails: re-run under a bind-mounted root, as the image stage does (tests/image/lib.sh).
 note_prefix=conformance
 . "$here/../image/lib.sh"

@@ -7,7 +7,7 @@ need() { "$(dirname "${BASH_SOURCE[0]}")/../support/capability.sh" "$@" || exit 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "$note_prefix: $*"; }
 
-# In a chroot (such as ../shared/tools/fresh-debian) '/' is not a mount point, and podman cannot unpack
+# In a chroot, such as a fresh Debian 12 machine (container), '/' is not a mount point, and podman cannot unpack
 # image layers there (containers/storage remounts '/' private: EINVAL). Re-runs the calling script
 # (`reroot_if_chroot SCRIPT ARGS...`) inside a private mount namespace whose root is a bind mount of '/',
 # which is a mount point, and exits with its status; returns when '/' already is one.

@@ -1,4 +1,4 @@
-// The README's gateway examples as a user runs them: examples/dev (two services, one calling the other
+// docs/gateway.md's examples as a user runs them: examples/dev (two services, one calling the other
 // by name through the http_proxy the gateway gives it, from Python and from curl; `.env` and an
 // env-file whose values reach the app and never the gateway's output, status, metrics or dashboard; an
 // edit of the env-file makes a new revision; HTTPS and h2 with a certificate from the local CA).

@@ -116,7 +116,7 @@ TEST(Simulator, TimelineSaysWhenEachInstanceCountIsReached) {
 }
 
 TEST(Simulator, KnativeDefaultsIdleRevisionReachesZeroAStableWindowAfterItsLastRequest) {
-  // The README's trace: Knative's defaults, one pod's worth of load (70) for 20 s, then nothing.
+  // docs/run-and-autoscaler.md's trace: Knative's defaults, one pod's worth of load (70) for 20 s, then nothing.
   // Knative: active since t=0; the decider wants 0 once the stable window (60 s) holds no load: t=80
   // (the last load at t=19, the window 21..80 empty); active ≥ 60 s, so deactivated; the activator has
   // been in the path all along (1 × 100 − 211 < 0), ≥ the 30 s grace period: zero at t=80.
