@@ -169,17 +169,9 @@ int run_node(Args args) {
     return 0;
   }
   if (node.control < 0) {
-    // Bound and listening under a temporary name, then renamed over an earlier agent's (which no longer
-    // answers): whoever sees the socket's path can connect to it.
-    const std::string temporary = control_dir + "/." + fs::path(s.control_socket).filename().string();
-    ::unlink(temporary.c_str());
-    node.control = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (node.control < 0 || node::unix_bind(node.control, temporary) != 0 || ::chmod(temporary.c_str(), 0600) != 0 ||
-        ::listen(node.control, 16) != 0 || ::rename(temporary.c_str(), s.control_socket.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(temporary.c_str());
-      throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": " + std::strerror(err));
-    }
+    node.control = node::unix_listen_in_place(s.control_socket, 0600);
+    if (node.control < 0)
+      throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": " + std::strerror(errno));
   }
   {
     // This thread lives as long as the agent: the zygote's parent-death signal follows it.

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -74,6 +75,21 @@ int unix_bind(int socket, const std::string& path) {
   return at_unix_path(path, [&](const sockaddr_un& a) {
     return ::bind(socket, reinterpret_cast<const sockaddr*>(&a), sizeof a);
   });
+}
+
+int unix_listen_in_place(const std::string& path, mode_t mode) {
+  const auto slash = path.rfind('/');
+  const std::string temporary = path.substr(0, slash + 1) + "." + path.substr(slash + 1);
+  ::unlink(temporary.c_str());
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd >= 0 && unix_bind(fd, temporary) == 0 && ::chmod(temporary.c_str(), mode) == 0 && ::listen(fd, 16) == 0 &&
+      ::rename(temporary.c_str(), path.c_str()) == 0)
+    return fd;
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  ::unlink(temporary.c_str());
+  errno = err;
+  return -1;
 }
 
 int signal_descriptor() {

@@ -2,6 +2,7 @@
 // socket: where it is, its address, waiting on it and on signals, and reading a reply's words.
 #pragma once
 
+#include <sys/types.h>
 #include <sys/un.h>
 
 #include <optional>
@@ -22,6 +23,12 @@ std::optional<std::string> socket_option(Args args, std::string_view mode);
 // NAME/mount/node.sock) is reached through its directory, /proc/self/fd/N/NAME. 0, or -1 with errno set.
 int unix_connect(int socket, const std::string& path);
 int unix_bind(int socket, const std::string& path);
+
+// A listening unix socket (SOCK_SEQPACKET, non-blocking) at `path` with permissions `mode`, which appears
+// there only once it listens: bound as `.NAME` beside it, then renamed over whatever was at `path` (an
+// earlier agent's socket that no longer answers). Whoever sees the path can connect. The descriptor, or -1
+// with errno set (and nothing left behind).
+int unix_listen_in_place(const std::string& path, mode_t mode);
 
 // SIGTERM and SIGINT as a descriptor to poll; blocked in every thread started after this.
 int signal_descriptor();

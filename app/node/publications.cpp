@@ -106,16 +106,9 @@ int make_pod_socket(const Publication& p, std::string& error) {
     return -1;
   }
   ::chmod(p.target.c_str(), 0755);
-  const std::string temporary = p.target + "/." + std::string(kPodSocketName), path = p.socket_path();
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  ::unlink(temporary.c_str());
-  if (fd < 0 || unix_bind(fd, temporary) != 0 || ::chmod(temporary.c_str(), 0666) != 0 ||
-      ::listen(fd, 16) != 0 || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    error = "making " + path + ": " + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    ::unlink(temporary.c_str());
-    return -1;
-  }
+  const std::string path = p.socket_path();
+  const int fd = unix_listen_in_place(path, 0666);
+  if (fd < 0) error = "making " + path + ": " + std::strerror(errno);
   return fd;
 }
 
