@@ -36,7 +36,7 @@
 #include "common/config_error.h"
 #include "common/control_listener.h"
 #include "common/log.h"
-#include "proxy/listen/server.h"
+#include "proxy/server/server.h"
 #include "runtime/runtime.h"
 #include "runtime/sandbox_net.h"
 

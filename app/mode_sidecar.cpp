@@ -20,8 +20,8 @@
 #include "app/sidecar_config.h"
 #include "common/listen.h"
 #include "common/log.h"
-#include "proxy/control/control_plane.h"
-#include "proxy/listen/server.h"
+#include "proxy/server/control_plane.h"
+#include "proxy/server/server.h"
 #include "proxy/telemetry/metrics_pusher.h"
 
 namespace sluice::app {

@@ -10,7 +10,7 @@
 
 #include "app/modes.h"
 #include "common/config_error.h"
-#include "proxy/listen/listen.h"
+#include "proxy/io/listen.h"
 
 namespace sluice::app {
 namespace {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/config.h"
+#include "proxy/exchange/config.h"
 
 namespace sluice::app {
 

@@ -6,9 +6,9 @@
 #include "app/options.h"
 #include "app/readiness_config.h"
 #include "metrics/request_metrics.h"
-#include "proxy/config.h"
-#include "proxy/control/control_plane.h"
-#include "proxy/listen/server.h"
+#include "proxy/exchange/config.h"
+#include "proxy/server/control_plane.h"
+#include "proxy/server/server.h"
 #include "proxy/telemetry/config.h"
 
 namespace sluice::app {

@@ -51,7 +51,7 @@ class Watchdog {
   std::size_t index_ = kOut;
 };
 
-// One per worker (WorkerContext::watchdogs); used on the worker's thread only.
+// One per worker (the Worker's, shared by its ServerContext, ForwardContext and Upstreams); used on the worker's thread only.
 class Watchdogs {
  public:
   explicit Watchdogs(const asio::any_io_executor& ex) : timer_(ex) {}

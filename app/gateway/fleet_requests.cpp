@@ -5,7 +5,7 @@
 
 #include "app/gateway/fleet.h"
 #include "common/log.h"
-#include "proxy/forward/headers.h"
+#include "proxy/exchange/headers.h"
 
 namespace sluice::app::gateway {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/asio.h"
-#include "proxy/config.h"
+#include "proxy/exchange/config.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

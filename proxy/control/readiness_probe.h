@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/wait_queue.h"
-#include "proxy/asio.h"
-#include "proxy/config.h"
+#include "proxy/exchange/config.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

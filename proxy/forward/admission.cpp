@@ -2,9 +2,10 @@
 #include "proxy/forward/admission.h"
 
 #include "common/log.h"
+#include "proxy/exchange/headers.h"
 #include "proxy/forward/failure.h"
-#include "proxy/forward/headers.h"
 #include "proxy/io/field_value.h"
+#include "proxy/upstream/h2_client.h"
 
 namespace sluice::proxy {
 
@@ -22,7 +23,7 @@ ProbeMarks probe_marks_of(const http::request_header<>& req) {
 }
 
 // queue-proxy's answers, word for word: a drain first, then the probe's own rules.
-asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKind kind,
+asio::awaitable<LocalAnswer> answer_health_check(ForwardContext& worker, ProbeKind kind,
                                                  const http::request_header<>& req) {
   if (worker.shared.drainer.draining()) co_return LocalAnswer{.status = 503, .body = "shutting down"};
   if (kind == ProbeKind::network_hash) {
@@ -39,7 +40,7 @@ asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKin
   co_return LocalAnswer{.status = 200, .body = "queue", .exact_body = true};
 }
 
-CountedExchange::CountedExchange(WorkerContext& worker, const http::request_header<>& req,
+CountedExchange::CountedExchange(ForwardContext& worker, const http::request_header<>& req,
                                  const ExchangeRecord& record, bool tls)
     : shared_(worker.shared),
       stats_(worker.stats),
@@ -81,7 +82,7 @@ CountedExchange::~CountedExchange() {
   }
 }
 
-asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
+asio::awaitable<std::optional<LocalAnswer>> pass_breaker(ForwardContext& worker, Clock::time_point deadline,
                                                          std::optional<BreakerSlot>& slot, net::WaitAbandon& abandon) {
   auto* breaker = worker.shared.breaker.get();
   if (!breaker) co_return std::nullopt;
@@ -97,7 +98,7 @@ asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, 
   co_return std::nullopt;
 }
 
-asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& worker,
+asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(ForwardContext& worker,
                                                               const http::request_header<>& req,
                                                               Clock::time_point deadline,
                                                               std::optional<InstanceLease>& lease,
@@ -119,7 +120,7 @@ asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& wor
   co_return std::nullopt;
 }
 
-asio::awaitable<bool> detect_upstream_h2c(WorkerContext& worker) {
+asio::awaitable<bool> detect_upstream_h2c(ForwardContext& worker) {
   if (worker.upstream_h2c) co_return *worker.upstream_h2c;
   if (auto asked = worker.h2c_detection) {  // another exchange asked: its answer is this one's
     co_await asked->wait();
@@ -127,7 +128,7 @@ asio::awaitable<bool> detect_upstream_h2c(WorkerContext& worker) {
   }
   auto asking = std::make_shared<Completion>(worker.executor);
   worker.h2c_detection = asking;
-  auto found = co_await h2::speaks_h2c(worker.executor, worker.pool.endpoint(), worker.config.timeouts.upstream_connect,
+  auto found = co_await h2::speaks_h2c(worker.executor, worker.upstream, worker.config.timeouts.upstream_connect,
                                          worker.config.netns);
   worker.h2c_detection.reset();
   asking->signal();

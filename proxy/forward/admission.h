@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "proxy/control/probe.h"
-#include "proxy/exchange.h"
-#include "proxy/worker_context.h"
+#include "proxy/exchange/exchange.h"
+#include "proxy/exchange/probe.h"
+#include "proxy/forward/context.h"
 
 namespace sluice::proxy {
 
@@ -16,7 +16,7 @@ ProbeKind probe_kind_of(const http::request_header<>& req);
 ProbeMarks probe_marks_of(const http::request_header<>& req);
 
 // The answer to a health check of the given kind.
-asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKind kind,
+asio::awaitable<LocalAnswer> answer_health_check(ForwardContext& worker, ProbeKind kind,
                                                  const http::request_header<>& req);
 
 // The exchange's share of the stats: counted in at construction (before the breaker, so waiting
@@ -25,7 +25,7 @@ asio::awaitable<LocalAnswer> answer_health_check(WorkerContext& worker, ProbeKin
 // revision_request_* and otelhttp's http_server_*) is recorded then too.
 class CountedExchange {
  public:
-  CountedExchange(WorkerContext& worker, const http::request_header<>& req, const ExchangeRecord& record, bool tls);
+  CountedExchange(ForwardContext& worker, const http::request_header<>& req, const ExchangeRecord& record, bool tls);
   ~CountedExchange();
   CountedExchange(const CountedExchange&) = delete;
   CountedExchange& operator=(const CountedExchange&) = delete;
@@ -52,13 +52,13 @@ class CountedExchange {
 // Waits for a breaker slot (when there is a breaker) until `deadline`, or until `abandon` is abandoned
 // (the client went away: it leaves the queue at once); nullopt when admitted (the slot is in `slot`),
 // else the refusal (499 when abandoned).
-asio::awaitable<std::optional<LocalAnswer>> pass_breaker(WorkerContext& worker, Clock::time_point deadline,
+asio::awaitable<std::optional<LocalAnswer>> pass_breaker(ForwardContext& worker, Clock::time_point deadline,
                                                          std::optional<BreakerSlot>& slot, net::WaitAbandon& abandon);
 
 // With an instance set (the gateway), waits for an instance for this request until `deadline` or until
 // `abandon` is abandoned; nullopt when one was given (in `lease`), else the refusal to send. Without one:
 // nullopt and no lease.
-asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& worker,
+asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(ForwardContext& worker,
                                                               const http::request_header<>& req,
                                                               Clock::time_point deadline,
                                                               std::optional<InstanceLease>& lease,
@@ -67,7 +67,7 @@ asio::awaitable<std::optional<LocalAnswer>> pass_instance_set(WorkerContext& wor
 // Whether the exchange goes to the app over h2c: the gateway's instance says so, or the configured
 // upstream protocol does. nullopt while it is still to be detected (detect_upstream_h2c). Not a
 // coroutine: the common case costs no coroutine frame per exchange.
-inline std::optional<bool> upstream_h2c_known(const WorkerContext& worker,
+inline std::optional<bool> upstream_h2c_known(const ForwardContext& worker,
                                               const std::optional<InstanceLease>& lease) {
   if (lease) return lease->h2c;
   switch (worker.config.upstream_protocol) {
@@ -79,7 +79,7 @@ inline std::optional<bool> upstream_h2c_known(const WorkerContext& worker,
 }
 
 // ENABLE_HTTP2_AUTO_DETECTION: asks the app once per worker (concurrent exchanges share the question).
-asio::awaitable<bool> detect_upstream_h2c(WorkerContext& worker);
+asio::awaitable<bool> detect_upstream_h2c(ForwardContext& worker);
 
 // The earlier of the whole-request and response-start deadlines of an exchange that began at `start`.
 Clock::time_point exchange_deadline(const Timeouts& t, Clock::time_point start);

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "common/wait_queue.h"
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

@@ -5,8 +5,8 @@
 #pragma once
 
 #include "common/watchdog.h"
-#include "proxy/asio.h"
-#include "proxy/config.h"
+#include "proxy/exchange/config.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

@@ -3,7 +3,7 @@
 // cut instead (HTTP/1.1 closes the connection, HTTP/2 resets the stream).
 #pragma once
 
-#include "proxy/exchange.h"
+#include "proxy/exchange/exchange.h"
 
 namespace sluice::proxy {
 

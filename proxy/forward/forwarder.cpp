@@ -3,6 +3,7 @@
 #include "proxy/forward/forwarder.h"
 
 #include "common/log.h"
+#include "proxy/exchange/downstream.h"
 #include "proxy/forward/admission.h"
 #include "proxy/forward/forwarding.h"
 #include "proxy/forward/request_fields.h"
@@ -241,11 +242,11 @@ void Forwarding::count_app_exchange(Clock::time_point end, const CountedExchange
 
 }  // namespace forwarding
 
-void log_exchange(const WorkerContext& worker, const ExchangeRecord& record, const http::request_header<>* req) {
+void log_exchange(const ForwardContext& worker, const ExchangeRecord& record, const http::request_header<>* req) {
   if (worker.config.request_log) write_request_log(record, req, worker.config);
 }
 
-asio::awaitable<void> forward(WorkerContext& worker, ServerExchange& down) {
+asio::awaitable<void> forward(ForwardContext& worker, ServerExchange& down) {
   const auto& config = worker.config;
   auto& record = down.record;
   auto& req = down.request();

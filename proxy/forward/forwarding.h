@@ -5,11 +5,11 @@
 #include <optional>
 
 #include "proxy/forward/admission.h"
+#include "proxy/forward/context.h"
 #include "proxy/forward/deadline.h"
 #include "proxy/forward/failure.h"
 #include "proxy/forward/forwarder.h"
 #include "proxy/io/splice.h"
-#include "proxy/worker_context.h"
 
 namespace sluice::proxy::forwarding {
 
@@ -19,7 +19,7 @@ inline bool client_went_away(error_code ec) { return peer_closed(ec) || ec == ht
 // One exchange between admission and the end of its response.
 class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
  public:
-  Forwarding(WorkerContext& worker, ServerExchange& down)
+  Forwarding(ForwardContext& worker, ServerExchange& down)
       : worker_(worker),
         down_(down),
         record_(down.record),
@@ -76,7 +76,7 @@ class Forwarding final : private ClientGone, private ExchangeDeadline::Owner {
   asio::awaitable<void> exchange_streaming();
   void note_request_bytes(std::size_t n) { record_.request_bytes += n; }
 
-  WorkerContext& worker_;
+  ForwardContext& worker_;
   ServerExchange& down_;
   ExchangeRecord& record_;
   http::request_header<>& req_;

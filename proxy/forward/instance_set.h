@@ -10,8 +10,8 @@
 #include <variant>
 
 #include "common/wait_queue.h"
-#include "proxy/asio.h"
-#include "proxy/exchange.h"
+#include "proxy/exchange/exchange.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/exchange.h"
-#include "proxy/forward/headers.h"
+#include "proxy/exchange/exchange.h"
+#include "proxy/exchange/headers.h"
 
 namespace sluice::proxy {
 

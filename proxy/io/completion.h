@@ -2,7 +2,7 @@
 // same executor: a timer that never expires by itself, cancelled to signal.
 #pragma once
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

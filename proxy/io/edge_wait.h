@@ -25,7 +25,7 @@
 
 #include <boost/version.hpp>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 
 #if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define SLUICE_EDGE_WAIT 1

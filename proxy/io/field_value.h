@@ -7,8 +7,8 @@
 
 #include <string_view>
 
-#include "proxy/asio.h"
 #include "common/ascii.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

@@ -8,7 +8,7 @@
 
 #include <optional>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

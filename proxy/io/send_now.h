@@ -18,7 +18,7 @@
 
 #include <boost/beast/core/buffers_suffix.hpp>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

@@ -8,7 +8,7 @@
 // The forwarder uses it for a body that passes through unchanged: a known length (Content-Length) with
 // no TLS and no framing to add or remove on either side, once the codecs hold none of its bytes in
 // their buffers (ServerExchange / ClientExchange::raw_body_in and raw_body_out): request bodies always,
-// responses with SLUICE_SPLICE_RESPONSES (proxy/config.h says why not by default). Every other body is
+// responses with SLUICE_SPLICE_RESPONSES (proxy/exchange/config.h says why not by default). Every other body is
 // copied through the codecs as before.
 //
 // Each splice is tried at once; only when it cannot proceed (EAGAIN) does the relay wait for the socket
@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy {
 

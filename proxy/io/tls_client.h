@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 #include "proxy/io/tls_socket.h"
 
 namespace sluice::proxy {

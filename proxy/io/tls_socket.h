@@ -22,7 +22,7 @@
 #include <iterator>
 #include <vector>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 #include "proxy/io/edge_wait.h"
 
 namespace sluice::proxy {

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "proxy/config.h"
-#include "proxy/exchange.h"
+#include "proxy/exchange/config.h"
+#include "proxy/exchange/exchange.h"
 
 namespace sluice::proxy {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/config.h"
-#include "proxy/exchange.h"
+#include "proxy/exchange/config.h"
+#include "proxy/exchange/exchange.h"
 
 namespace sluice::proxy {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <utility>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 #include "proxy/io/tls_client.h"
 
 namespace sluice::proxy::telemetry {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/asio.h"
+#include "proxy/io/asio.h"
 
 namespace sluice::proxy::telemetry {
 

@@ -13,7 +13,7 @@
 #include <memory>
 #include <optional>
 
-#include "proxy/exchange.h"
+#include "proxy/exchange/exchange.h"
 #include "proxy/telemetry/config.h"
 #include "proxy/telemetry/span_exporter.h"
 #include "proxy/telemetry/trace_context.h"

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "proxy/codec/h1/message.h"
+#include "proxy/codec/h1/strict.h"
 #include "proxy/forward/request_fields.h"
-#include "proxy/h1/message.h"
-#include "proxy/h1/strict.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "proxy/h1/message.h"
-#include "proxy/h1/strict.h"
+#include "proxy/codec/h1/message.h"
+#include "proxy/codec/h1/strict.h"
 
 namespace {
 

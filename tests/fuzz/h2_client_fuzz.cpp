@@ -19,7 +19,7 @@
 #include <string_view>
 
 #include "common/log.h"
-#include "proxy/h2/client.h"
+#include "proxy/upstream/h2_client.h"
 
 namespace {
 

@@ -25,10 +25,11 @@
 #include <string_view>
 
 #include "common/log.h"
-#include "proxy/h2/handover.h"
-#include "proxy/h2/server_session.h"
-#include "proxy/shared_state.h"
-#include "proxy/worker_context.h"
+#include "proxy/downstream/h2_handover.h"
+#include "proxy/downstream/h2_session.h"
+#include "proxy/forward/shared_state.h"
+#include "proxy/downstream/context.h"
+#include "proxy/forward/context.h"
 #include "tests/fuzz/stub_app.h"
 
 namespace {
@@ -127,9 +128,11 @@ static int test_one_input(const std::uint8_t* data, std::size_t size) {
     config.limits.h2.max_settings = 4;
   }
   SharedState shared(config, 1);
-  WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
+  sluice::net::Watchdogs watchdogs(io.get_executor());
   fuzz::StubConnector app;
-  worker.connector = &app;
+  ForwardContext forwarder(config, shared, 0, io.get_executor(), watchdogs, app,
+                           tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
+  ServerContext worker(config, forwarder, watchdogs);
 
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) std::abort();

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/exchange.h"
+#include "proxy/exchange/exchange.h"
 #include "proxy/forward/forwarder.h"
 
 namespace sluice::proxy::fuzz {

@@ -11,8 +11,9 @@
 #include <thread>
 
 #include "proxy/forward/failure.h"
-#include "proxy/shared_state.h"
-#include "proxy/worker_context.h"
+#include "proxy/forward/shared_state.h"
+#include "proxy/downstream/context.h"
+#include "proxy/forward/context.h"
 
 namespace sluice::proxy {
 namespace {
@@ -341,8 +342,9 @@ class FakeConnector final : public Connector {
 bool run_exchange(asio::io_context& io, const ProxyConfig& config, Connector& connector, ServerExchange& server,
                   std::chrono::milliseconds limit) {
   SharedState shared(config, 1);
-  WorkerContext worker(config, shared, 0, io.get_executor(), tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
-  worker.connector = &connector;
+  net::Watchdogs watchdogs(io.get_executor());
+  ForwardContext worker(config, shared, 0, io.get_executor(), watchdogs, connector,
+                        tcp::endpoint(asio::ip::make_address("127.0.0.1"), 1));
   bool done = false;
   io.restart();  // a test may run several exchanges on one io_context
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {

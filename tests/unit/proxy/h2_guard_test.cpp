@@ -1,10 +1,10 @@
-// The HTTP/2 abuse accounting (proxy/h2/guard.h) and the request checks nghttp2 leaves to sluice
-// (proxy/h2/validate.h), with a clock the test moves.
+// The HTTP/2 abuse accounting (proxy/codec/h2/guard.h) and the request checks nghttp2 leaves to sluice
+// (proxy/codec/h2/validate.h), with a clock the test moves.
 #include <gtest/gtest.h>
 
-#include "proxy/h2/guard.h"
-#include "proxy/h2/handover.h"
-#include "proxy/h2/validate.h"
+#include "proxy/codec/h2/guard.h"
+#include "proxy/codec/h2/validate.h"
+#include "proxy/downstream/h2_handover.h"
 
 namespace sluice::proxy::h2 {
 namespace {

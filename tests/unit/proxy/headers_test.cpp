@@ -1,4 +1,4 @@
-#include "proxy/forward/headers.h"
+#include "proxy/exchange/headers.h"
 
 #include <gtest/gtest.h>
 

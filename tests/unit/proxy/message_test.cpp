@@ -1,5 +1,5 @@
+#include "proxy/codec/h1/message.h"
 #include "proxy/forward/request_fields.h"
-#include "proxy/h1/message.h"
 
 #include <gtest/gtest.h>
 

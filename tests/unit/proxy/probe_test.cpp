@@ -1,6 +1,6 @@
 // Which requests sluice answers itself, and which forwarded ones are probes all the same: queue-proxy's
 // rules (knative.dev/pkg's Drainer, knative.dev/networking's IsProbe / IsKubeletProbe).
-#include "proxy/control/probe.h"
+#include "proxy/exchange/probe.h"
 
 #include <gtest/gtest.h>
 

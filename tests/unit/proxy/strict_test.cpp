@@ -1,13 +1,13 @@
 // The RFC 9112 head rules as pure functions: what the integration tests cannot see directly (a head
 // fed one byte at a time, the chunk lines Beast would wait on, the status each violation maps to).
-#include "proxy/h1/strict.h"
+#include "proxy/codec/h1/strict.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "proxy/h1/message.h"
+#include "proxy/codec/h1/message.h"
 
 namespace sluice::proxy::h1 {
 namespace {
