@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "proxy/io/grpc_client_session.h"
+#include "proxy/codec/h2/grpc_client_session.h"
 
 namespace sluice::proxy {
 namespace {

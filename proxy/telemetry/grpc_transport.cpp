@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "proxy/io/grpc_client_session.h"
+#include "proxy/codec/h2/grpc_client_session.h"
 
 namespace sluice::proxy::telemetry {
 namespace {

@@ -1,5 +1,5 @@
 // A gRPC unary call over h2c (or HTTP/2 over TLS, ALPN h2, for an https:// endpoint), framed by hand
-// (GrpcClientSession, proxy/io/grpc_client_session.h) on a kept-alive nghttp2 client session; success is
+// (GrpcClientSession, proxy/codec/h2/grpc_client_session.h) on a kept-alive nghttp2 client session; success is
 // grpc-status 0 in the trailers.
 #pragma once
 

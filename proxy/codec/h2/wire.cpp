@@ -104,39 +104,60 @@ Wire::~Wire() {
   if (ng_) nghttp2_session_del(ng_);
 }
 
-bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
-                 const std::vector<nghttp2_settings_entry>& settings, std::int32_t connection_window,
-                 const std::function<void(nghttp2_option*)>& configure) {
+namespace {
+
+int reset_stream(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*, size_t, uint8_t,
+                 void*) {
+  return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+}
+
+}  // namespace
+
+nghttp2_session* new_session(const SessionSetup& setup, void* owner, nghttp2_mem* mem) {
+  const WireCallbacks& c = setup.callbacks;
   nghttp2_session_callbacks* cb;
-  if (nghttp2_session_callbacks_new(&cb) != 0) return false;
-  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, callbacks.on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(cb, callbacks.on_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, callbacks.on_frame_recv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, callbacks.on_data_chunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cb, callbacks.on_stream_close);
-  nghttp2_session_callbacks_set_send_data_callback(cb, &Wire::send_data);
-  if (callbacks.on_begin_frame) nghttp2_session_callbacks_set_on_begin_frame_callback(cb, callbacks.on_begin_frame);
-  if (callbacks.on_invalid_frame)
-    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, callbacks.on_invalid_frame);
-  if (callbacks.on_frame_not_send)
-    nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, callbacks.on_frame_not_send);
-  nghttp2_session_callbacks_set_on_invalid_header_callback(cb, &Wire::on_invalid_header);
+  if (nghttp2_session_callbacks_new(&cb) != 0) return nullptr;
+  if (c.on_begin_headers) nghttp2_session_callbacks_set_on_begin_headers_callback(cb, c.on_begin_headers);
+  if (c.on_header) nghttp2_session_callbacks_set_on_header_callback(cb, c.on_header);
+  if (c.on_frame_recv) nghttp2_session_callbacks_set_on_frame_recv_callback(cb, c.on_frame_recv);
+  if (c.on_data_chunk) nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, c.on_data_chunk);
+  if (c.on_stream_close) nghttp2_session_callbacks_set_on_stream_close_callback(cb, c.on_stream_close);
+  if (c.on_begin_frame) nghttp2_session_callbacks_set_on_begin_frame_callback(cb, c.on_begin_frame);
+  if (c.on_invalid_frame) nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, c.on_invalid_frame);
+  if (c.on_frame_not_send) nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, c.on_frame_not_send);
+  if (setup.send_data) nghttp2_session_callbacks_set_send_data_callback(cb, setup.send_data);
+  if (setup.reset_on_invalid_header) nghttp2_session_callbacks_set_on_invalid_header_callback(cb, reset_stream);
   nghttp2_option* opt;
   if (nghttp2_option_new(&opt) != 0) {
     nghttp2_session_callbacks_del(cb);
-    return false;
+    return nullptr;
   }
-  nghttp2_option_set_no_auto_window_update(opt, 1);
+  if (!setup.auto_window_updates) nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_max_settings(opt, 32);
-  if (configure) configure(opt);
-  int rv = role == Role::server ? nghttp2_session_server_new3(&ng_, cb, owner, opt, &mem_)
-                                : nghttp2_session_client_new3(&ng_, cb, owner, opt, &mem_);
+  if (setup.configure) setup.configure(opt);
+  nghttp2_session* ng = nullptr;
+  const int rv = setup.role == SessionRole::server ? nghttp2_session_server_new3(&ng, cb, owner, opt, mem)
+                                                   : nghttp2_session_client_new3(&ng, cb, owner, opt, mem);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cb);
-  if (rv != 0) return false;
-  nghttp2_submit_settings(ng_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
-  nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0, connection_window);
-  return true;
+  if (rv != 0) return nullptr;
+  nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, setup.settings.data(), setup.settings.size());
+  if (setup.connection_window > 0)
+    nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, setup.connection_window);
+  return ng;
+}
+
+bool Wire::start(Role role, const WireCallbacks& callbacks, void* owner,
+                 const std::vector<nghttp2_settings_entry>& settings, std::int32_t connection_window,
+                 const std::function<void(nghttp2_option*)>& configure) {
+  ng_ = new_session({.role = role,
+                     .callbacks = callbacks,
+                     .settings = settings,
+                     .connection_window = connection_window,
+                     .send_data = &Wire::send_data,
+                     .configure = configure},
+                    owner, &mem_);
+  return ng_ != nullptr;
 }
 
 int Wire::feed(const char* data, std::size_t n) {

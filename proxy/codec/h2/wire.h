@@ -101,17 +101,40 @@ struct WireCallbacks {
   nghttp2_on_frame_not_send_callback on_frame_not_send = nullptr;
 };
 
+enum class SessionRole { server, client };
+
+// How sluice makes an nghttp2 session: the one place for its callbacks and options, used by Wire (both h2
+// codecs) and by GrpcClientSession (the gRPC health probe and the OTLP exporter).
+struct SessionSetup {
+  SessionRole role = SessionRole::client;
+  WireCallbacks callbacks;
+  std::vector<nghttp2_settings_entry> settings;  // submitted at once
+  std::int32_t connection_window = 0;  // the connection's receive window; 0: the protocol's initial 65,535
+  // The codecs send WINDOW_UPDATE themselves as the far side reads the bytes; a client that takes each
+  // response whole leaves that to nghttp2.
+  bool auto_window_updates = false;
+  // A header field that breaks RFC 9113's rules resets its stream (the codecs); otherwise nghttp2 drops
+  // the field.
+  bool reset_on_invalid_header = true;
+  nghttp2_send_data_callback send_data = nullptr;  // DATA frames written by the caller (Wire's no-copy path)
+  std::function<void(nghttp2_option*)> configure;  // any further option
+};
+
+// The session, or null when nghttp2 could not make it. `mem`: nghttp2's allocator (null: malloc's).
+nghttp2_session* new_session(const SessionSetup& setup, void* owner, nghttp2_mem* mem = nullptr);
+
 // One nghttp2 session and the write side of its connection.
 class Wire {
  public:
-  enum class Role { server, client };
+  using Role = SessionRole;
   explicit Wire(const asio::any_io_executor& ex) : write_wanted_(ex) {}
   ~Wire();
   Wire(const Wire&) = delete;
   Wire& operator=(const Wire&) = delete;
 
-  // Creates the session with sluice's options (window updates sent by the codec as the far side reads;
-  // 32 entries per SETTINGS frame at most; then whatever `configure` sets), then submits `settings`.
+  // Creates the session (new_session: window updates sent by the codec as the far side reads, invalid
+  // header fields reset their stream, 32 entries per SETTINGS frame at most; then whatever `configure`
+  // sets), then submits `settings`.
   bool start(Role role, const WireCallbacks& callbacks, void* owner, const std::vector<nghttp2_settings_entry>& settings,
              std::int32_t connection_window, const std::function<void(nghttp2_option*)>& configure = {});
   nghttp2_session* session() const { return ng_; }
@@ -150,10 +173,6 @@ class Wire {
                            nghttp2_data_source* src, void* owner);
   // A field name or value that is not valid makes the message malformed (RFC 9113 §8.2.1): the stream
   // is reset with PROTOCOL_ERROR on both sides (nghttp2 would drop the field silently).
-  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*,
-                               size_t, uint8_t, void*) {
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  }
   static int send_data(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd, size_t length,
                        nghttp2_data_source* src, void* owner);
   // Fills the batch; false when nghttp2 failed.

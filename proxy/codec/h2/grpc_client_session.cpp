@@ -1,23 +1,20 @@
 // gRPC unary calls on an nghttp2 client session; see grpc_client_session.h.
-#include "proxy/io/grpc_client_session.h"
+#include "proxy/codec/h2/grpc_client_session.h"
 
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <new>
+
+#include "proxy/codec/h2/wire.h"
 
 namespace sluice::proxy {
 namespace {
 
 // A response bigger than gRPC's default receive limit is not one this client wants.
 constexpr std::size_t kMaxResponseBytes = 4 * 1024 * 1024;
-
-nghttp2_nv field(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
 
 }  // namespace
 
@@ -62,15 +59,16 @@ struct GrpcClientSession::Callbacks {
 };
 
 GrpcClientSession::GrpcClientSession() {
-  nghttp2_session_callbacks* cb = nullptr;
-  nghttp2_session_callbacks_new(&cb);
-  nghttp2_session_callbacks_set_on_header_callback(cb, Callbacks::on_header);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, Callbacks::on_data);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cb, Callbacks::on_close);
-  nghttp2_session_client_new(&session_, cb, this);
-  nghttp2_session_callbacks_del(cb);
-  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, 1);
+  // A response is taken whole (4 MiB at most), so nghttp2 may open the windows as it receives.
+  session_ = h2::new_session({.role = h2::SessionRole::client,
+                              .callbacks = {.on_header = Callbacks::on_header,
+                                            .on_data_chunk = Callbacks::on_data,
+                                            .on_stream_close = Callbacks::on_close},
+                              .settings = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}},
+                              .auto_window_updates = true,
+                              .reset_on_invalid_header = false},
+                             this);
+  if (!session_) throw std::bad_alloc();
 }
 
 GrpcClientSession::~GrpcClientSession() { nghttp2_session_del(session_); }
@@ -93,10 +91,14 @@ bool GrpcClientSession::start(const GrpcRequest& request, std::string& error) {
   ended_ = false;
 
   const std::string timeout = std::to_string(request.timeout.count()) + "m";
-  nghttp2_nv headers[] = {field(":method", "POST"),          field(":scheme", request.tls ? "https" : "http"),
-                          field(":path", request.path),      field(":authority", request.authority),
-                          field("content-type", "application/grpc"), field("user-agent", request.user_agent),
-                          field("te", "trailers"),           field("grpc-timeout", timeout)};
+  nghttp2_nv headers[] = {h2::nv(":method", "POST"),
+                          h2::nv(":scheme", request.tls ? "https" : "http"),
+                          h2::nv(":path", request.path),
+                          h2::nv(":authority", request.authority),
+                          h2::nv("content-type", "application/grpc"),
+                          h2::nv("user-agent", request.user_agent),
+                          h2::nv("te", "trailers"),
+                          h2::nv("grpc-timeout", timeout)};
   const std::size_t count = request.timeout.count() > 0 ? std::size(headers) : std::size(headers) - 1;
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
