@@ -264,6 +264,7 @@ std::unique_ptr<ClientConnection> ClientPool::take_idle(bool verify) {
   while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
+    rested_ = std::min(rested_, idle_.size());
     if ((!verify && now - c->idle_since_ < kFresh) || looks_alive(c->socket_)) {
       c->reused_ = true;
       return c;
@@ -297,26 +298,42 @@ void ClientPool::release(std::unique_ptr<ClientConnection> conn) {
   conn->response_.reset();
   if (conn->buffer_.capacity() > kIdleBufferBytes) conn->buffer_.shrink_to_fit();
   idle_.push_back(std::move(conn));
-  // Only the first idle connection can move the pool's deadline earlier; a later one's expiry is read
+  // Only the first connection not rested can move the pool's deadline earlier; a later one's is read
   // when that one comes due (a compare here, no timer operation).
-  if (idle_.size() == 1 && idle_timeout_ != Clock::duration::zero()) watchdog_.rearm();
+  if (idle_.size() == rested_ + 1) watchdog_.rearm();
+}
+
+void ClientConnection::rest() {
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();  // frees it: nothing unread is kept
+  std::string().swap(head_);
+  FieldList().swap(trailers_);
 }
 
 void ClientPool::close_idle() {
   closed_ = true;
   idle_.clear();
+  rested_ = 0;
   watchdog_.disarm();  // an idle timeout must not hold the worker's shutdown
 }
 
 Clock::time_point ClientPool::next_deadline() const {
-  if (idle_.empty() || idle_timeout_ == Clock::duration::zero()) return Clock::time_point::max();
-  return idle_.front()->idle_since_ + idle_timeout_;
+  auto due = Clock::time_point::max();
+  if (rested_ < idle_.size()) due = idle_[rested_]->idle_since_ + kRestAfter;
+  if (!idle_.empty() && idle_timeout_ != Clock::duration::zero())
+    due = std::min(due, idle_.front()->idle_since_ + idle_timeout_);
+  return due;
 }
 
 void ClientPool::on_deadline() {
-  const auto cutoff = Clock::now() - idle_timeout_;
-  auto fresh = std::find_if(idle_.begin(), idle_.end(), [&](const auto& c) { return c->idle_since_ > cutoff; });
-  idle_.erase(idle_.begin(), fresh);  // closes them
+  const auto now = Clock::now();
+  if (idle_timeout_ != Clock::duration::zero()) {
+    const auto cutoff = now - idle_timeout_;
+    auto fresh = std::find_if(idle_.begin(), idle_.end(), [&](const auto& c) { return c->idle_since_ > cutoff; });
+    const auto expired = static_cast<std::size_t>(fresh - idle_.begin());
+    idle_.erase(idle_.begin(), fresh);  // closes them
+    rested_ -= std::min(rested_, expired);
+  }
+  for (; rested_ < idle_.size() && idle_[rested_]->idle_since_ + kRestAfter <= now; ++rested_) idle_[rested_]->rest();
 }
 
 }  // namespace sluice::proxy::h1

@@ -46,6 +46,8 @@ class ClientConnection final : public ClientExchange {
  private:
   friend class ClientPool;
   bool reusable() const;
+  // Idle in the pool for a while: gives back the read buffer, the request head's and the trailers' memory.
+  void rest();
 
   ClientPool& pool_;
   tcp::socket socket_;
@@ -69,7 +71,8 @@ class ClientConnection final : public ClientExchange {
 };
 
 // Idle connections are kept up to a count and, when `idle_timeout` is not zero, closed once idle that
-// long (one entry in the worker's Watchdogs for the whole pool, due when its oldest connection expires).
+// long; idle for kRestAfter, a connection rests (ClientConnection::rest). One entry in the worker's
+// Watchdogs serves the whole pool, due when its oldest connection expires or its oldest unrested one rests.
 class ClientPool final : private net::Watchdog::Target {
  public:
   ClientPool(const asio::any_io_executor& ex, net::Watchdogs& watchdogs, tcp::endpoint endpoint,
@@ -111,6 +114,11 @@ class ClientPool final : private net::Watchdog::Target {
   std::string host_;
   // LIFO: the warmest connection last, so the oldest idle ones are at the front.
   std::vector<std::unique_ptr<ClientConnection>> idle_;
+  // The first rested_ of idle_ have rested. A connection idle this long is not the next to be used under
+  // load (the pool takes the warmest), so its buffers wait in malloc instead; idle h2 sessions rest after
+  // the same time.
+  static constexpr Clock::duration kRestAfter = std::chrono::seconds(1);
+  std::size_t rested_ = 0;
   net::Watchdog watchdog_;
 };
 

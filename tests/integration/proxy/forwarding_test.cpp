@@ -109,6 +109,21 @@ TEST_F(Forwarding, ReusesClientAndAppConnections) {
   EXPECT_NE(stats.out.find("connections=2"), std::string::npos) << stats.out;
 }
 
+// A pooled app connection idle for more than a second rests (its read buffer, request head and trailers
+// given back); the next requests take it again and read, write and relay as before.
+TEST_F(Forwarding, AnAppConnectionThatRestedInThePoolCarriesTheNextRequests) {
+  // One curl (so one worker and its pool), three requests 1.5 s apart: past the pool's 1 s rest each time.
+  auto r = curl({"-v", "--rate", "40/m", "-w", "%{http_code} %{size_download}\n", sidecar.url("/"),
+                 sidecar.url("/bytes/200000"), sidecar.url("/")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_of(r.out, "Hello from sluice-demo-app"), 2u) << r.out.substr(0, 300);
+  EXPECT_NE(r.out.find("200 200000\n"), std::string::npos);
+  EXPECT_EQ(count_of(r.err, "Re-using existing connection"), 2u) << r.err;
+  auto stats = curl({"http://127.0.0.1:" + std::to_string(backend.port) + "/stats"});
+  // The app saw the three over the one connection sluice pooled (plus this direct one).
+  EXPECT_NE(stats.out.find("connections=2"), std::string::npos) << stats.out;
+}
+
 // An app connection left idle in the pool is closed after SLUICE_UPSTREAM_IDLE_TIMEOUT_SECONDS (queue-proxy's
 // Go transport closes them after 90 s), and the next request opens a fresh one.
 TEST(ForwardingPool, AnIdleAppConnectionIsClosedAfterTheIdleTimeout) {
