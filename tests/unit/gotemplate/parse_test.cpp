@@ -75,11 +75,15 @@ TEST(GoTemplateParse, TrimMarkersAndComments) {
   EXPECT_EQ(run("{{\n  .Age\n}}|{{-3}}|{{ -3 }}"), "42|-3|-3");
 }
 
+// Moved here from the request-log tests (unit/proxy), where it ran over Knative's input without reading it.
 TEST(GoTemplateParse, LiteralsAsGoReadsThem) {
   EXPECT_EQ(run(R"({{"a\tb\x41\u00e9\101"}}|{{`raw\n`}}|{{'a'}}|{{'\n'}})"), "a\tbA\xC3\xA9" "A|raw\\n|97|10");
   EXPECT_EQ(run("{{0x1F}} {{0o17}} {{017}} {{0b101}} {{1_000}} {{-5}} {{+7}}"), "31 15 15 5 1000 -5 7");
-  EXPECT_EQ(run("{{1.5}} {{1e3}} {{.5}} {{0x1p-2}} {{1e6}} {{0.00001}}"), "1.5 1000 0.5 0.25 1e+06 1e-05");
-  EXPECT_EQ(run(R"({{true}} {{false}} {{printf "%T %T %T %T" 1 1.0 "s" 'x'}})"), "true false int float64 string int");
+  EXPECT_EQ(run("{{1.5}} {{1e3}} {{.5}} {{0x1p-2}} {{1e6}} {{123456.0}} {{1234567.0}} {{0.00001}} {{0.0001}}"),
+            "1.5 1000 0.5 0.25 1e+06 123456 1.234567e+06 1e-05 0.0001");
+  EXPECT_EQ(run(R"({{true}} {{false}} {{print nil}} {{printf "%T %T %T %T %T" 1 1.0 "s" true 'x'}})"),
+            "true false <nil> int float64 string bool int");
+  EXPECT_EQ(exec_error("{{nil}}"), "nil is not a command");
 }
 
 }  // namespace
