@@ -6,24 +6,39 @@
 #include <charconv>
 #include <span>
 
+#include "gotemplate/go_format.h"
 #include "proxy/io/field_value.h"
-#include "proxy/request_log/go_format.h"
 
 namespace sluice::proxy::request_log {
 namespace {
 
+using gotemplate::Param;
+using gotemplate::Type;
+
+constexpr MemberId id(Member m) { return static_cast<MemberId>(m); }
+
+constexpr std::string_view kHeaderType = "http.Header", kValuesType = "url.Values";
+
+Value pointer(Kind k) {
+  static constexpr std::string_view kNames[] = {"", "*http.RequestLogTemplateInput", "*http.Request", "*url.URL",
+                                                "*http.RequestLogResponse", "*http.RequestLogRevision"};
+  return Value::of(Type::pointer, kNames[k], k);
+}
+
 constexpr MethodSig kRequestMethods[] = {
-    {Member::UserAgent, 0, {}}, {Member::Referer, 0, {}}, {Member::ProtoAtLeast, 2, {Param::integer, Param::integer}}};
+    {id(Member::UserAgent), 0, {}}, {id(Member::Referer), 0, {}},
+    {id(Member::ProtoAtLeast), 2, {Param::integer, Param::integer}}};
 constexpr MethodSig kUrlMethods[] = {
-    {Member::String, 0, {}},   {Member::EscapedPath, 0, {}}, {Member::EscapedFragment, 0, {}},
-    {Member::Hostname, 0, {}}, {Member::Port, 0, {}},        {Member::Query, 0, {}},
-    {Member::RequestURI, 0, {}}, {Member::IsAbs, 0, {}},     {Member::Redacted, 0, {}}};
-constexpr MethodSig kHeaderMethods[] = {{Member::Get, 1, {Param::string}}, {Member::Values, 1, {Param::string}}};
+    {id(Member::String), 0, {}},   {id(Member::EscapedPath), 0, {}}, {id(Member::EscapedFragment), 0, {}},
+    {id(Member::Hostname), 0, {}}, {id(Member::Port), 0, {}},        {id(Member::Query), 0, {}},
+    {id(Member::RequestURI), 0, {}}, {id(Member::IsAbs), 0, {}},     {id(Member::Redacted), 0, {}}};
+constexpr MethodSig kHeaderMethods[] = {{id(Member::Get), 1, {Param::string}},
+                                        {id(Member::Values), 1, {Param::string}}};
 constexpr MethodSig kValuesMethods[] = {
-    {Member::Get, 1, {Param::string}}, {Member::Has, 1, {Param::string}}, {Member::Encode, 0, {}}};
+    {id(Member::Get), 1, {Param::string}}, {id(Member::Has), 1, {Param::string}}, {id(Member::Encode), 0, {}}};
 
 template <std::size_t N>
-const MethodSig* find(const MethodSig (&table)[N], Member m) {
+const MethodSig* find(const MethodSig (&table)[N], MemberId m) {
   for (const auto& sig : table)
     if (sig.member == m) return &sig;
   return nullptr;
@@ -42,7 +57,7 @@ std::pair<int, int> proto_version(std::string_view proto) {
 
 }  // namespace
 
-Member member_of(std::string_view name) {
+MemberId member_of(std::string_view name) {
   static constexpr std::pair<std::string_view, Member> kNames[] = {
       {"Request", Member::Request}, {"Response", Member::Response}, {"Revision", Member::Revision},
       {"TraceID", Member::TraceID}, {"Method", Member::Method}, {"URL", Member::URL}, {"Proto", Member::Proto},
@@ -63,43 +78,47 @@ Member member_of(std::string_view name) {
       {"Get", Member::Get}, {"Values", Member::Values}, {"Has", Member::Has}, {"Encode", Member::Encode},
   };
   for (const auto& [n, m] : kNames)
-    if (n == name) return m;
-  return Member::other;
+    if (n == name) return id(m);
+  return id(Member::other);
 }
 
-std::string_view Data::method_name() const {
+Value InputData::root() { return pointer(Kind::input); }
+
+std::string_view InputData::method_name() const {
   return in_.request ? std::string_view(in_.request->method_string()) : std::string_view(in_.record.method);
 }
-std::string_view Data::target() const {
+std::string_view InputData::target() const {
   return in_.request ? std::string_view(in_.request->target()) : std::string_view(in_.record.target);
 }
 
-const RequestUrl& Data::url() {
-  if (!url_) url_ = parse_request_uri(target(), scratch_);
+const gotemplate::RequestUrl& InputData::url() {
+  if (!url_) url_ = gotemplate::parse_request_uri(target(), scratch());
   return *url_;
 }
 
-void Data::append_url(std::string& out) { append_url_string(out, url()); }
+void InputData::append_url(std::string& out) { gotemplate::append_url_string(out, url()); }
+void InputData::append_string(const Value&, std::string& out) { append_url(out); }
 
-std::string_view Data::header_get(std::string_view name) const {
+std::string_view InputData::header_get(std::string_view name) const {
   if (!in_.request || iequals(name, "Host")) return {};  // Go's server moves Host out of the header map
   return field_value(*in_.request, name);
 }
 
-Value Data::header_values(std::string_view name, bool exact) {
+Value InputData::header_values(std::string_view name, bool exact) {
   // A map lookup by exact key: net/http keeps canonical names, so "x-b3-traceid" finds nothing.
-  if (!in_.request || (exact && !is_canonical(name)) || iequals(name, "Host")) return Value::strings(nullptr, 0, 0);
+  if (!in_.request || (exact && !gotemplate::is_canonical(name)) || iequals(name, "Host"))
+    return Value::strings(nullptr, 0, 0);
   std::vector<std::string_view>* list = nullptr;
   for (const auto& f : *in_.request) {
     const std::string_view n = f.name_string();
     if (n.size() != name.size() || !iequals(n, name)) continue;
-    if (!list) list = &scratch_.list();
+    if (!list) list = &scratch().list();
     list->push_back(f.value());
   }
   return list ? Value::strings(list, 0, list->size()) : Value::strings(nullptr, 0, 0);
 }
 
-std::int64_t Data::content_length() const {
+std::int64_t InputData::content_length() const {
   // Go's Request.ContentLength: the declared length; -1 when unknown (chunked); 0 without a body.
   if (!in_.request) return static_cast<std::int64_t>(in_.record.request_bytes);
   auto cl = field_value(*in_.request, http::field::content_length);
@@ -109,19 +128,18 @@ std::int64_t Data::content_length() const {
   return n;
 }
 
-const MethodSig* Data::method(const Value& recv, Member m) const {
-  switch (recv.type) {
-    case Type::request: return find(kRequestMethods, m);
-    case Type::url: return find(kUrlMethods, m);
-    case Type::header: return find(kHeaderMethods, m);
-    case Type::values: return find(kValuesMethods, m);
-    case Type::nil_map: return recv.s == "url.Values" ? find(kValuesMethods, m) : find(kHeaderMethods, m);
+const MethodSig* InputData::method(const Value& recv, MemberId m) const {
+  switch (recv.kind) {
+    case Kind::request: return find(kRequestMethods, m);
+    case Kind::url: return find(kUrlMethods, m);
+    case Kind::header: return find(kHeaderMethods, m);
+    case Kind::values: return find(kValuesMethods, m);
     default: return nullptr;
   }
 }
 
-Value Data::call(const MethodSig& sig, const Value& recv, const Value* args) {
-  switch (sig.member) {
+Value InputData::call(const MethodSig& sig, const Value& recv, const Value* args) {
+  switch (static_cast<Member>(sig.member)) {
     case Member::UserAgent: return Value::string(header_get("User-Agent"));
     case Member::Referer: return Value::string(header_get("Referer"));
     case Member::ProtoAtLeast: {
@@ -130,62 +148,67 @@ Value Data::call(const MethodSig& sig, const Value& recv, const Value* args) {
     }
     case Member::String:
     case Member::Redacted: {
-      auto& s = scratch_.string();
-      append_url_string(s, url());
+      auto& s = scratch().string();
+      gotemplate::append_url_string(s, url());
       return Value::string(s);
     }
     case Member::EscapedPath: {
-      auto& s = scratch_.string();
-      append_escaped_path(s, url());
+      auto& s = scratch().string();
+      gotemplate::append_escaped_path(s, url());
       return Value::string(s);
     }
     case Member::RequestURI: {
-      auto& s = scratch_.string();
-      append_request_uri(s, url());
+      auto& s = scratch().string();
+      gotemplate::append_request_uri(s, url());
       return Value::string(s);
     }
     case Member::EscapedFragment: return Value::string({});
-    case Member::Hostname: return Value::string(url_hostname(url().host));
-    case Member::Port: return Value::string(url_port(url().host));
+    case Member::Hostname: return Value::string(gotemplate::url_hostname(url().host));
+    case Member::Port: return Value::string(gotemplate::url_port(url().host));
     case Member::IsAbs: return Value::boolean(!url().scheme.empty());
-    case Member::Query: return Value::of(Type::values);
+    case Member::Query: return Value::of(Type::map, kValuesType, Kind::values);
     case Member::Encode: {
-      auto& s = scratch_.string();
-      append_query_encode(s, entries(recv));
+      auto& s = scratch().string();
+      gotemplate::append_query_encode(s, entries(recv));
       return Value::string(s);
     }
     case Member::Get: {
-      if (recv.type == Type::header) return Value::string(header_get(args[0].s));  // any case, as Get's canonical form
+      // any case, as Get's canonical form
+      if (recv.type == Type::map && recv.kind == Kind::header) return Value::string(header_get(args[0].s));
       Value v = key(recv, args[0].s);
       return Value::string(v.type == Type::strings && v.size() > 0 ? v.item(0) : std::string_view{});
     }
     case Member::Values:
-      if (recv.type != Type::header) return Value::strings(nullptr, 0, 0);
+      if (recv.type != Type::map) return Value::strings(nullptr, 0, 0);
       return header_values(args[0].s, false);
     case Member::Has: return Value::boolean(key(recv, args[0].s).type != Type::invalid);
     default: return {};
   }
 }
 
-bool Data::field(const Value& recv, Member m, Value& out) {
+bool InputData::field(const Value& recv, MemberId m, Value& out) {
+  return recv.type == Type::pointer && field_of(static_cast<Kind>(recv.kind), static_cast<Member>(m), out);
+}
+
+bool InputData::field_of(Kind kind, Member m, Value& out) {
   const auto& r = in_.record;
-  switch (recv.type) {
-    case Type::input:
+  switch (kind) {
+    case Kind::input:
       switch (m) {
-        case Member::Request: out = Value::of(Type::request); return true;
-        case Member::Response: out = Value::of(Type::response); return true;
-        case Member::Revision: out = Value::of(Type::revision); return true;
+        case Member::Request: out = pointer(Kind::request); return true;
+        case Member::Response: out = pointer(Kind::response); return true;
+        case Member::Revision: out = pointer(Kind::revision); return true;
         case Member::TraceID: out = Value::string(in_.trace_id); return true;
         default: return false;
       }
-    case Type::request:
+    case Kind::request:
       switch (m) {
         case Member::Method: out = Value::string(method_name()); return true;
-        case Member::URL: out = Value::of(Type::url); return true;
+        case Member::URL: out = pointer(Kind::url); return true;
         case Member::Proto: out = Value::string(r.protocol); return true;
         case Member::ProtoMajor: out = Value::integer(proto_version(r.protocol).first); return true;
         case Member::ProtoMinor: out = Value::integer(proto_version(r.protocol).second); return true;
-        case Member::Header: out = Value::of(Type::header); return true;
+        case Member::Header: out = Value::of(Type::map, kHeaderType, Kind::header); return true;
         case Member::ContentLength: out = int64_value(content_length()); return true;
         case Member::TransferEncoding: {
           const bool chunked = in_.request && r.protocol != "HTTP/2.0" &&
@@ -209,8 +232,8 @@ bool Data::field(const Value& recv, Member m, Value& out) {
           return true;
         }
         case Member::Form:
-        case Member::PostForm: out = Value::of(Type::nil_map, "url.Values"); return true;
-        case Member::Trailer: out = Value::of(Type::nil_map, "http.Header"); return true;
+        case Member::PostForm: out = Value::of(Type::nil_map, kValuesType, Kind::values); return true;
+        case Member::Trailer: out = Value::of(Type::nil_map, kHeaderType, Kind::header); return true;
         case Member::MultipartForm: out = Value::of(Type::nil_pointer, "*multipart.Form"); return true;
         case Member::TLS: out = Value::of(Type::nil_pointer, "*tls.ConnectionState"); return true;
         case Member::Response: out = Value::of(Type::nil_pointer, "*http.Response"); return true;
@@ -219,7 +242,7 @@ bool Data::field(const Value& recv, Member m, Value& out) {
         case Member::Pattern: out = Value::string({}); return true;
         default: return false;
       }
-    case Type::url: {
+    case Kind::url: {
       const auto& u = url();
       switch (m) {
         case Member::Scheme: out = Value::string(u.scheme); return true;
@@ -238,7 +261,7 @@ bool Data::field(const Value& recv, Member m, Value& out) {
         default: return false;
       }
     }
-    case Type::response:
+    case Kind::response:
       switch (m) {
         case Member::Code: out = Value::integer(r.status); return true;
         case Member::Size: out = Value::integer(static_cast<std::int64_t>(r.response_bytes)); return true;
@@ -247,7 +270,7 @@ bool Data::field(const Value& recv, Member m, Value& out) {
           return true;
         default: return false;
       }
-    case Type::revision: {
+    case Kind::revision: {
       const auto& rev = in_.revision;
       switch (m) {
         case Member::Name: out = Value::string(rev.name); return true;
@@ -263,22 +286,17 @@ bool Data::field(const Value& recv, Member m, Value& out) {
   }
 }
 
-Value Data::key(const Value& map, std::string_view k) {
-  if (map.type == Type::header) {
+Value InputData::data_key(const Value& map, std::string_view k) {
+  if (map.kind == Kind::header) {
     Value v = header_values(k, true);
     return v.list ? v : Value{};
   }
-  if (map.type != Type::values && map.type != Type::map) return {};
-  const auto& m = entries(map);
-  for (const auto& e : m.entries)
-    if (e.key == k) return Value::strings(&m.items, e.begin, e.end);
-  return {};
+  return Data::data_key(map, k);
 }
 
-const StringsMap& Data::entries(const Value& map) {
-  switch (map.type) {
-    case Type::map: return *map.map;
-    case Type::header:
+const StringsMap& InputData::data_entries(const Value& map) {
+  switch (map.kind) {
+    case Kind::header:
       if (!header_map_) {
         thread_local std::vector<std::pair<std::string_view, std::string_view>> pairs;
         pairs.clear();
@@ -286,17 +304,17 @@ const StringsMap& Data::entries(const Value& map) {
           for (const auto& f : *in_.request) {
             std::string_view name = f.name_string();
             if (iequals(name, "Host") || name.starts_with(':')) continue;
-            pairs.emplace_back(canonical_view(name, scratch_.string()), f.value());
+            pairs.emplace_back(gotemplate::canonical_view(name, scratch().string()), f.value());
           }
-        auto& m = scratch_.map();
-        group_by_key(m, pairs);
+        auto& m = scratch().map();
+        gotemplate::group_by_key(m, pairs);
         header_map_ = &m;
       }
       return *header_map_;
-    case Type::values:
+    case Kind::values:
       if (!query_map_) {
-        auto& m = scratch_.map();
-        parse_query(url().raw_query, m, scratch_);
+        auto& m = scratch().map();
+        gotemplate::parse_query(url().raw_query, m, scratch());
         query_map_ = &m;
       }
       return *query_map_;
@@ -304,7 +322,7 @@ const StringsMap& Data::entries(const Value& map) {
   }
 }
 
-std::size_t Data::fields(const Value& v, Field* out, std::size_t max) {
+std::size_t InputData::fields(const Value& v, Field* out, std::size_t max) {
   static constexpr Member kInput[] = {Member::Request, Member::Response, Member::Revision, Member::TraceID};
   static constexpr Member kRequest[] = {
       Member::Method, Member::URL, Member::Proto, Member::ProtoMajor, Member::ProtoMinor, Member::Header,
@@ -324,17 +342,18 @@ std::size_t Data::fields(const Value& v, Field* out, std::size_t max) {
                                                    "PodIP"};
   std::span<const Member> members;
   const char* const* names = nullptr;
-  switch (v.type) {
-    case Type::input: members = kInput, names = kInputNames; break;
-    case Type::request: members = kRequest, names = kRequestNames; break;
-    case Type::response: members = kResponse, names = kResponseNames; break;
-    case Type::revision: members = kRevision, names = kRevisionNames; break;
+  if (v.type != Type::pointer) return 0;
+  switch (v.kind) {
+    case Kind::input: members = kInput, names = kInputNames; break;
+    case Kind::request: members = kRequest, names = kRequestNames; break;
+    case Kind::response: members = kResponse, names = kResponseNames; break;
+    case Kind::revision: members = kRevision, names = kRevisionNames; break;
     default: return 0;
   }
   std::size_t n = 0;
   for (; n < members.size() && n < max; ++n) {
     out[n].name = names[n];
-    field(v, members[n], out[n].value);
+    field_of(static_cast<Kind>(v.kind), members[n], out[n].value);
   }
   return n;
 }

@@ -1,30 +1,30 @@
 // RequestLogTemplate: parse once, render per exchange into reused scratch space; see template.h.
 #include "proxy/request_log/template.h"
 
+#include "gotemplate/go_format.h"
 #include "proxy/request_log/data.h"
-#include "proxy/request_log/eval.h"
-#include "proxy/request_log/go_format.h"
-#include "proxy/request_log/program.h"
 
 namespace sluice::proxy {
+namespace {
 
-RequestLogTemplate::RequestLogTemplate(std::string_view text) {
+gotemplate::Template parse_request_log(std::string_view text) {
   std::string with_newline(text);
   // Knative's SetTemplate: "Make sure that the template ends with a newline."
   if (!with_newline.ends_with('\n')) with_newline += '\n';
-  program_ = std::make_unique<request_log::Program>(request_log::parse(with_newline));
+  return gotemplate::Template("requestLog", with_newline, request_log::member_of);
 }
-RequestLogTemplate::~RequestLogTemplate() = default;
-RequestLogTemplate::RequestLogTemplate(RequestLogTemplate&&) noexcept = default;
-RequestLogTemplate& RequestLogTemplate::operator=(RequestLogTemplate&&) noexcept = default;
+
+}  // namespace
+
+RequestLogTemplate::RequestLogTemplate(std::string_view text) : template_(parse_request_log(text)) {}
 
 bool RequestLogTemplate::render(std::string& out, const RequestLogInput& in) const {
-  thread_local request_log::Scratch scratch;
+  thread_local gotemplate::Scratch scratch;
   scratch.reset();
-  request_log::Data data(in, scratch);
+  request_log::InputData data(in, scratch);
   const auto size = out.size();
   try {
-    request_log::execute(*program_, data, out);
+    template_.execute(out, data, request_log::InputData::root());
     return true;
   } catch (const std::exception&) {
     // Knative's RequestLogHandler.write, when Execute fails: a line of its own, from the request alone.
@@ -32,7 +32,7 @@ bool RequestLogTemplate::render(std::string& out, const RequestLogInput& in) con
     out += "Invalid request log template: method: ";
     out += data.method_name();
     out += ", response code: " + std::to_string(in.record.status) + ", latency: ";
-    request_log::append_go_float(out, std::chrono::duration<double>(in.end - in.record.start).count());
+    gotemplate::append_go_float(out, std::chrono::duration<double>(in.end - in.record.start).count());
     out += ", url: ";
     data.append_url(out);
     out += '\n';

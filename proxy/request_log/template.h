@@ -1,13 +1,13 @@
 // Knative's request-log template (SERVING_REQUEST_LOG_TEMPLATE / OBSERVABILITY_CONFIG.requestLogTemplate):
-// Go's text/template over Knative's RequestLogTemplateInput (.Request, .Response, .Revision, .TraceID).
-// Parsed once at start-up; rendering allocates only the output and the values it prints, in scratch space
-// each thread reuses.
+// Go's text/template (gotemplate/) over Knative's RequestLogTemplateInput (.Request, .Response, .Revision,
+// .TraceID; data.h). Parsed once at start-up; rendering allocates only the output and the values it
+// prints, in scratch space each thread reuses.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <string_view>
 
+#include "gotemplate/template.h"
 #include "proxy/exchange/config.h"
 #include "proxy/exchange/exchange.h"
 
@@ -22,19 +22,12 @@ struct RequestLogInput {
   std::string_view trace_id;  // .TraceID: the exported span's, else traceparent's, else X-B3-TraceId
 };
 
-namespace request_log {
-struct Program;
-}
-
 class RequestLogTemplate {
  public:
   // Parses `text` as queue-proxy does (template.New("requestLog").Parse, after adding the newline Knative
   // adds when the text has none). Throws std::invalid_argument with Go's message where Go's Parse fails.
   // Fields are not checked here: a missing one (.Request.Nope) fails each line, as in Go.
   explicit RequestLogTemplate(std::string_view text);
-  ~RequestLogTemplate();
-  RequestLogTemplate(RequestLogTemplate&&) noexcept;
-  RequestLogTemplate& operator=(RequestLogTemplate&&) noexcept;
 
   // Appends what queue-proxy writes for the exchange (ending in the template's newline). When the template
   // fails to run, appends Knative's own line instead, "Invalid request log template: method: …, response
@@ -42,7 +35,7 @@ class RequestLogTemplate {
   bool render(std::string& out, const RequestLogInput& in) const;
 
  private:
-  std::unique_ptr<request_log::Program> program_;
+  gotemplate::Template template_;
 };
 
 // The trace id Knative's request log shows for a request: traceparent's, else X-B3-TraceId.

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 
+#include "gotemplate/url.h"
 #include "proxy/io/field_value.h"
-#include "proxy/request_log/url.h"
 
 namespace sluice::proxy::telemetry {
 namespace {
@@ -144,8 +144,8 @@ void Tracer::end(const ExchangeSpan& s, const http::request_header<>& req, const
   const bool queued = record.queue_exit != Clock::time_point{};
   const bool asked = record.upstream_start != Clock::time_point{};
   const SpanId wait_id = queued ? new_span_id() : SpanId{};
-  request_log::Scratch scratch;  // for an unescaped path
-  const auto url = request_log::parse_request_uri(req.target(), scratch);
+  gotemplate::Scratch scratch;  // for an unescaped path
+  const auto url = gotemplate::parse_request_uri(req.target(), scratch);
 
   // Enqueued in the order queue-proxy ends them: wait, client, proxy, server.
   if (queued) {
@@ -169,7 +169,7 @@ void Tracer::end(const ExchangeSpan& s, const http::request_header<>& req, const
     to_app.host = authority;
     to_app.has_user = false;
     std::string full;
-    request_log::append_url_string(full, to_app);
+    gotemplate::append_url_string(full, to_app);
     a.push_back(text("url.full", full));
     a.push_back(text("server.address", app_address_));
     if (app_port_ != 80) a.push_back(number("server.port", app_port_));

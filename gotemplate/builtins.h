@@ -3,10 +3,10 @@
 
 #include <cstddef>
 
-#include "proxy/request_log/program.h"
-#include "proxy/request_log/value.h"
+#include "gotemplate/program.h"
+#include "gotemplate/value.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 class Data;
 
@@ -29,4 +29,4 @@ bool truth(const Value& v, Data& data);
 // signature. Throws EvalError with Go's message.
 Value call_builtin(Builtin b, const Value* args, std::size_t n, Data& data);
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

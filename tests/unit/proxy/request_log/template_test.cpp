@@ -1,6 +1,7 @@
 // Knative's request-log templates: the language as Go's text/template has it (actions, variables and their
-// scopes, if/with/range/define/template/block, literals, truth), over Knative's RequestLogTemplateInput.
-// Every expected string is what Go prints for the same template and values.
+// scopes, if/with/range/define/template/block, truth), over Knative's RequestLogTemplateInput; the engine
+// alone, Go's literals among it, is tested in tests/unit/gotemplate. Every expected string is what Go prints
+// for the same template and values.
 #include "proxy/request_log/template.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "tests/unit/proxy/request_log_fixture.h"
+#include "tests/unit/proxy/request_log/fixture.h"
 
 // Counts this thread's heap allocations while `counting` is set (the whole test binary shares this
 // operator new; it only counts).
@@ -187,17 +188,6 @@ TEST(RequestLogTemplate, DefineTemplateBlock) {
   // A blank main template gives way to a {{define}} of its own name (Knative's newline included).
   EXPECT_EQ(f.raw(R"({{define "requestLog"}}only {{.Response.Code}}{{end}})"), "only 201");
   EXPECT_EQ(f.render(R"({{template "missing"}})"), RequestLogFixture::kErrorLine);
-}
-
-TEST(RequestLogTemplate, LiteralsAsGoReadsThem) {
-  RequestLogFixture f;
-  EXPECT_EQ(f.render(R"({{"a\tb\x41\u00e9\101"}}|{{`raw\n`}}|{{'a'}}|{{'\n'}})"), "a\tbA\xC3\xA9" "A|raw\\n|97|10");
-  EXPECT_EQ(f.render("{{0x1F}} {{0o17}} {{017}} {{0b101}} {{1_000}} {{-5}} {{+7}}"), "31 15 15 5 1000 -5 7");
-  EXPECT_EQ(f.render("{{1.5}} {{1e3}} {{.5}} {{0x1p-2}} {{1e6}} {{123456.0}} {{1234567.0}} {{0.00001}} {{0.0001}}"),
-            "1.5 1000 0.5 0.25 1e+06 123456 1.234567e+06 1e-05 0.0001");
-  EXPECT_EQ(f.render(R"({{true}} {{false}} {{print nil}} {{printf "%T %T %T %T %T" 1 1.0 "s" true 'x'}})"),
-            "true false <nil> int float64 string bool int");
-  EXPECT_EQ(f.render("{{nil}}"), RequestLogFixture::kErrorLine);  // nil is not a command
 }
 
 TEST(RequestLogTemplate, TrimMarkersCommentsAndMultiLineActions) {

@@ -1,15 +1,16 @@
 // Go's fmt printer; see printer.h. Pointers Go would print as addresses print as one made-up address:
 // sluice has no Go heap to show.
-#include "proxy/request_log/printer.h"
+#include "gotemplate/printer.h"
 
+#include <array>
 #include <string>
 #include <utility>
 
-#include "proxy/request_log/data.h"
-#include "proxy/request_log/go_format.h"
-#include "proxy/request_log/literal.h"
+#include "gotemplate/data.h"
+#include "gotemplate/go_format.h"
+#include "gotemplate/literal.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 constexpr std::string_view kAddress = "0xc000010000";
@@ -29,10 +30,6 @@ std::size_t rune_count(std::string_view s) {
 }
 
 }  // namespace
-
-bool is_pointer_to_struct(Type t) {
-  return t == Type::input || t == Type::request || t == Type::response || t == Type::revision || t == Type::url;
-}
 
 void Printer::print_arg(const Value& v, char32_t verb) {
   if (v.type == Type::nil || v.type == Type::invalid) {
@@ -54,11 +51,11 @@ void Printer::print_arg(const Value& v, char32_t verb) {
 }
 
 void Printer::print_value(const Value& v, char32_t verb, int depth) {
-  // *url.URL is a fmt.Stringer: its String() is printed, for the verbs that print strings.
-  if (v.type == Type::url && !erroring_ && !f.sharp_v &&
-      (verb == 'v' || verb == 's' || verb == 'x' || verb == 'X' || verb == 'q')) {
+  // A fmt.Stringer (*url.URL): its String() is printed, for the verbs that print strings.
+  if (v.type == Type::pointer && !erroring_ && !f.sharp_v &&
+      (verb == 'v' || verb == 's' || verb == 'x' || verb == 'X' || verb == 'q') && data_.is_stringer(v)) {
     std::string s;
-    data_.append_url(s);
+    data_.append_string(v, s);
     fmt_string(v, s, verb);
     return;
   }
@@ -74,13 +71,11 @@ void Printer::print_value(const Value& v, char32_t verb, int depth) {
     case Type::floating: fmt_float_verb(v, verb); return;
     case Type::string: fmt_string(v, v.s, verb); return;
     case Type::strings: print_list(v, verb, depth); return;
-    case Type::header:
-    case Type::values:
     case Type::nil_map:
     case Type::map: print_map(v, verb, depth); return;
     case Type::nil_pointer: fmt_pointer(v, verb, true); return;
     default:
-      if (depth == 0 && is_pointer_to_struct(v.type)) {
+      if (depth == 0 && v.type == Type::pointer) {
         out_ += '&';
         print_struct(v, verb, depth + 1);
       } else {
@@ -396,18 +391,12 @@ std::string_view type_name(const Value& v) {
     case Type::floating: return "float64";
     case Type::string: return "string";
     case Type::strings: return "[]string";
-    case Type::header: return "http.Header";
-    case Type::values: return "url.Values";
     case Type::nil_map:
     case Type::map:
+    case Type::pointer:
     case Type::nil_pointer: return v.s;
-    case Type::input: return "*http.RequestLogTemplateInput";
-    case Type::request: return "*http.Request";
-    case Type::url: return "*url.URL";
-    case Type::response: return "*http.RequestLogResponse";
-    case Type::revision: return "*http.RequestLogRevision";
   }
   return "?";
 }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

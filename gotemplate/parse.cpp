@@ -1,14 +1,14 @@
-// The request-log template parser: Go text/template's grammar (text/template/parse/parse.go, read for its
+// The template parser: Go text/template's grammar (text/template/parse/parse.go, read for its
 // behaviour) and its parse-time checks: defined functions, declared variables (scoped to the enclosing
 // if/with/range), {{break}}/{{continue}} inside {{range}}, one definition per template name. Field names
 // are not checked: Go finds a missing field only when the template runs.
 #include <stdexcept>
 #include <utility>
 
-#include "proxy/request_log/lex.h"
-#include "proxy/request_log/program.h"
+#include "gotemplate/lex.h"
+#include "gotemplate/program.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 constexpr int kMaxDepth = 1000;  // nesting of blocks and parentheses (Go allows more; no template needs it)
@@ -36,7 +36,11 @@ bool is_blank(const NodeList& list) {  // parse.IsEmptyTree
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : lexed_(lex(text)), toks_(lexed_.tokens) { program_.variables = {"$"}; }
+  Parser(std::string_view name, std::string_view text, MemberOf member_of)
+      : lexed_(lex(text)), toks_(lexed_.tokens), member_of_(member_of) {
+    program_.name = name;
+    program_.variables = {"$"};
+  }
 
   Program run() {
     Tree main;
@@ -56,7 +60,7 @@ class Parser {
       if (item.marker != Marker::none) fail(item.marker == Marker::end ? "unexpected {{end}}" : "unexpected {{else}}");
       root.push_back(std::move(item.node));
     }
-    add(std::string(kMainTemplate), std::move(root));
+    add(program_.name, std::move(root));
     return std::move(program_);
   }
 
@@ -96,8 +100,8 @@ class Parser {
   // Go names the line of the last token read.
   [[noreturn]] void fail(const std::string& what) const { fail(what, last_line_); }
   [[noreturn]] void fail(const std::string& what, const Token& at) const { fail(what, at.line); }
-  [[noreturn]] static void fail(const std::string& what, int line) {
-    throw std::invalid_argument("template: " + std::string(kMainTemplate) + ":" + std::to_string(line) + ": " + what);
+  [[noreturn]] void fail(const std::string& what, int line) const {
+    throw std::invalid_argument("template: " + program_.name + ":" + std::to_string(line) + ": " + what);
   }
   [[noreturn]] void unexpected(const Token& t, const std::string& context) const {
     fail("unexpected " + describe(t) + " in " + context, t);
@@ -326,7 +330,7 @@ class Parser {
     std::vector<Name> names;
     while (peek().type == Tok::field) {
       auto text = next().text.substr(1);
-      names.push_back(Name{member_of(text), std::string(text)});
+      names.push_back(Name{member_of_(text), std::string(text)});
     }
     Arg& a = term_arg.arg;
     switch (a.kind) {
@@ -369,7 +373,7 @@ class Parser {
       }
       case Tok::field:
         a.kind = Arg::Kind::field;
-        a.names.push_back(Name{member_of(t.text.substr(1)), std::string(t.text.substr(1))});
+        a.names.push_back(Name{member_of_(t.text.substr(1)), std::string(t.text.substr(1))});
         break;
       case Tok::boolean:
         a.kind = Arg::Kind::boolean;
@@ -406,6 +410,7 @@ class Parser {
 
   Lexed lexed_;
   const std::vector<Token>& toks_;
+  MemberOf member_of_;
   std::size_t i_ = 0;
   int last_line_ = 1;
   int depth_ = 0;
@@ -415,6 +420,8 @@ class Parser {
 
 }  // namespace
 
-Program parse(std::string_view text) { return Parser(text).run(); }
+Program parse(std::string_view name, std::string_view text, MemberOf member_of) {
+  return Parser(name, text, member_of).run();
+}
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -1,15 +1,15 @@
-// Executing a request-log template as Go's text/template executes one (exec.go, read for its behaviour):
+// Executing a template as Go's text/template executes one (exec.go, read for its behaviour):
 // a variable stack searched by name (a {{template}} call starts a stack of its own with only $), pipelines
 // whose last value is the next command's final argument, fields looked up when the template runs, and
 // arguments checked against what the function or method takes.
-#include "proxy/request_log/eval.h"
+#include "gotemplate/eval.h"
 
 #include <span>
 
-#include "proxy/request_log/builtins.h"
-#include "proxy/request_log/fmt.h"
+#include "gotemplate/builtins.h"
+#include "gotemplate/fmt.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 constexpr int kMaxTemplateDepth = 1000;  // Go allows 100000 nested {{template}} calls; this stack is smaller
@@ -20,10 +20,10 @@ class Executor {
   Executor(const Program& p, Data& data, std::string& out)
       : program_(p), data_(data), out_(out), vars_(data.scratch().vars), args_(data.scratch().args) {}
 
-  void run() {
-    auto it = program_.templates.find(kMainTemplate);
-    vars_.emplace_back(0, data_.root());
-    walk(it->second, data_.root());
+  void run(const Value& dot) {
+    auto it = program_.templates.find(program_.name);
+    vars_.emplace_back(0, dot);
+    walk(it->second, dot);
   }
 
  private:
@@ -96,8 +96,6 @@ class Executor {
           if (!once(Value::integer(static_cast<std::int64_t>(k)), Value::string(val.item(k)))) break;
         }
         break;
-      case Type::header:
-      case Type::values:
       case Type::map:
       case Type::nil_map: {
         const auto& m = data_.entries(val);  // sorted keys, as Go ranges over a map
@@ -218,7 +216,8 @@ class Executor {
 
   Value field(const Value& dot, const Value& recv, const Name& name, const Command* c, const Value* final) {
     if (recv.type == Type::invalid) return {};
-    if (const MethodSig* sig = data_.method(recv, name.member)) {
+    const bool has_methods = recv.type == Type::pointer || is_map(recv);
+    if (const MethodSig* sig = has_methods ? data_.method(recv, name.member) : nullptr) {
       const std::size_t given = (c ? c->args.size() - 1 : 0) + (final ? 1 : 0);
       if (given != sig->arity)
         fail("wrong number of args for " + name.text + ": want " + std::to_string(sig->arity) + " got " + std::to_string(given));
@@ -230,15 +229,13 @@ class Executor {
     }
     const bool has_args = (c && c->args.size() > 1) || final;
     switch (recv.type) {
-      case Type::header:
-      case Type::values:
       case Type::map:
       case Type::nil_map:
         if (has_args) fail(name.text + " is not a method but has arguments");
         return data_.key(recv, name.text);
       case Type::nil_pointer: fail("nil pointer evaluating " + std::string(recv.s) + "." + name.text);
       default:
-        if (Value v; data_.field(recv, name.member, v)) {
+        if (Value v; recv.type == Type::pointer && data_.field(recv, name.member, v)) {
           if (has_args) fail(name.text + " has arguments but cannot be invoked as function");
           return v;
         }
@@ -336,6 +333,8 @@ class Executor {
 
 }  // namespace
 
-void execute(const Program& program, Data& data, std::string& out) { Executor(program, data, out).run(); }
+void execute(const Program& program, Data& data, const Value& dot, std::string& out) {
+  Executor(program, data, out).run(dot);
+}
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -1,5 +1,5 @@
-// The parsed form of a request-log template (internal to proxy/request_log/): Go text/template's parse tree,
-// with function names and field names resolved to enums once, at start-up.
+// The parsed form of a template (internal to gotemplate/): Go text/template's parse tree, with function
+// names resolved to an enum and field names to the data model's numbers once, when it is parsed.
 #pragma once
 
 #include <cstdint>
@@ -8,36 +8,19 @@
 #include <string>
 #include <vector>
 
-#include "proxy/request_log/literal.h"
+#include "gotemplate/data.h"
+#include "gotemplate/literal.h"
+#include "gotemplate/template.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 // text/template's predefined functions.
 enum class Builtin : std::uint8_t {
   and_, or_, not_, len, index, slice, print, printf, println, html, js, urlquery, eq, ne, lt, le, gt, ge, call,
 };
 
-// Every field or method name of the data a template reaches (Knative's input, net/http's Request, net/url's
-// URL, ...); any other name is `other` and means a map key or an error, found when the template runs.
-enum class Member : std::uint8_t {
-  other,
-  // RequestLogTemplateInput
-  Request, Response, Revision, TraceID,
-  // *http.Request
-  Method, URL, Proto, ProtoMajor, ProtoMinor, Header, ContentLength, TransferEncoding, Close, Host, Form,
-  PostForm, MultipartForm, Trailer, RemoteAddr, RequestURI, TLS, Pattern, UserAgent, Referer, ProtoAtLeast,
-  // *url.URL
-  Scheme, Opaque, User, Path, RawPath, OmitHost, ForceQuery, RawQuery, Fragment, RawFragment, String,
-  EscapedPath, EscapedFragment, Hostname, Port, Query, IsAbs, Redacted,
-  // RequestLogResponse, RequestLogRevision
-  Code, Size, Latency, Name, Namespace, Service, Configuration, PodName, PodIP,
-  // http.Header, url.Values
-  Get, Values, Has, Encode,
-};
-Member member_of(std::string_view name);  // defined with the data, in data.cpp
-
 struct Name {
-  Member member;
+  MemberId member;
   std::string text;
 };
 
@@ -79,14 +62,13 @@ struct Node {
 };
 
 struct Program {
-  std::map<std::string, NodeList, std::less<>> templates;  // "requestLog" and the {{define}}d ones
+  std::string name;                                         // the template's own, as template.New names it
+  std::map<std::string, NodeList, std::less<>> templates;  // `name` and the {{define}}d ones
   std::vector<std::string> variables;                       // names, "$" first
 };
 
-// Parses `text` as template.New("requestLog").Parse does; throws std::invalid_argument with Go's
-// message ("template: requestLog:1: unexpected EOF").
-Program parse(std::string_view text);
+// Parses `text` as template.New(name).Parse does; throws std::invalid_argument with Go's message
+// ("template: requestLog:1: unexpected EOF").
+Program parse(std::string_view name, std::string_view text, MemberOf member_of);
 
-inline constexpr std::string_view kMainTemplate = "requestLog";
-
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -1,13 +1,13 @@
 // net/url's reading and printing of a request URL (url.ParseRequestURI, URL.String, url.ParseQuery), from
 // the package's documented behaviour: a path keeps its escapes only where they differ from Go's own.
-#include "proxy/request_log/url.h"
+#include "gotemplate/url.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "proxy/request_log/go_format.h"
+#include "gotemplate/go_format.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 constexpr const char* kHex = "0123456789ABCDEF";
@@ -258,4 +258,4 @@ void append_query_encode(std::string& out, const StringsMap& values) {
   }
 }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

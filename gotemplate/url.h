@@ -1,13 +1,15 @@
 // net/url as net/http fills and prints a server request's URL: url.ParseRequestURI of the request target,
-// URL.String / EscapedPath / RequestURI, and url.ParseQuery / Values.Encode.
+// URL.String / EscapedPath / RequestURI, and url.ParseQuery / Values.Encode. Kept with the engine, below
+// both of its users (the request log's data model and the tracer's url.full): it reads into the engine's
+// scratch space and maps, and escapes with go_format.h.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "proxy/request_log/value.h"
+#include "gotemplate/value.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 struct RequestUrl {
   std::string_view scheme, user, host;
@@ -35,4 +37,4 @@ void append_query_encode(std::string& out, const StringsMap& values);  // Values
 // order of a key's values.
 void group_by_key(StringsMap& m, std::vector<std::pair<std::string_view, std::string_view>>& pairs);
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

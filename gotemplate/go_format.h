@@ -1,4 +1,4 @@
-// Go's spellings of values and escapes, as request-log templates print them: strconv's float formats (fmt's
+// Go's spellings of values and escapes, as templates and their data print them: strconv's float formats (fmt's
 // %v is 'g' with the shortest digits), strconv.Quote, text/template's js/html/urlquery escapers, net/http's
 // canonical header names.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 // net/http's CanonicalMIMEHeaderKey: "x-b3-traceid" -> "X-B3-Traceid"; a name with a byte that is not a
 // token character stays as it is.
@@ -28,4 +28,4 @@ void js_escape(std::string& out, std::string_view s);    // template.JSEscape
 void html_escape(std::string& out, std::string_view s);  // template.HTMLEscape
 void query_escape(std::string& out, std::string_view s);  // url.QueryEscape
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 enum class Tok : std::uint8_t {
   error,  // lexing stops here; the message is Lexed::error
@@ -62,4 +62,4 @@ Lexed lex(std::string_view text);
 // How Go names a token in "unexpected X in Y" errors.
 std::string describe(const Token& t);
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

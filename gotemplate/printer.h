@@ -1,13 +1,13 @@
 // Go's fmt printer (fmt/print.go and format.go, read for their behaviour) over template values: one value
-// under one verb with its flags, width and precision (internal to proxy/request_log/; fmt.h is its use).
+// under one verb with its flags, width and precision (internal to gotemplate/; fmt.h is its use).
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "proxy/request_log/value.h"
+#include "gotemplate/value.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 class Data;
 
@@ -51,6 +51,4 @@ class Printer {
   bool erroring_ = false;
 };
 
-bool is_pointer_to_struct(Type t);
-
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

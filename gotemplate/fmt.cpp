@@ -1,17 +1,17 @@
 // Go's fmt entry points over template values (Sprint, Sprintln, Sprintf's format walk); see fmt.h. One
 // value under one verb is printer.h's Printer.
-#include "proxy/request_log/fmt.h"
+#include "gotemplate/fmt.h"
 
 #include <algorithm>
 #include <charconv>
 #include <utility>
 
-#include "proxy/request_log/data.h"
-#include "proxy/request_log/go_format.h"
-#include "proxy/request_log/literal.h"
-#include "proxy/request_log/printer.h"
+#include "gotemplate/data.h"
+#include "gotemplate/go_format.h"
+#include "gotemplate/literal.h"
+#include "gotemplate/printer.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 bool is_go_string(const Value& v) { return v.type == Type::string; }
@@ -43,10 +43,12 @@ void print_action_value(std::string& out, const Value& v, Data& data) {
       }
       break;
     case Type::floating: append_go_float(out, v.f); return;
-    case Type::input:
-    case Type::request:
-    case Type::response:
-    case Type::revision: p.print_struct(v, 'v', 0); return;  // printValue dereferences pointers
+    case Type::pointer:  // printValue dereferences a pointer, unless it is a Stringer
+      if (!data.is_stringer(v)) {
+        p.print_struct(v, 'v', 0);
+        return;
+      }
+      break;
     default: break;
   }
   p.print_arg(v, 'v');
@@ -61,7 +63,7 @@ void sprint_printable(std::string& out, const Value* args, std::size_t n, Data& 
     if (k > 0 && !printable_string(args[k]) && !printable_string(args[k - 1])) out += ' ';
     const Value& v = args[k];
     if (v.type == Type::nil || v.type == Type::invalid) out += "<no value>";
-    else if (is_pointer_to_struct(v.type) && v.type != Type::url) p.print_struct(v, 'v', 0);
+    else if (v.type == Type::pointer && !data.is_stringer(v)) p.print_struct(v, 'v', 0);
     else p.print_arg(v, 'v');
   }
 }
@@ -202,4 +204,4 @@ void sprintf(std::string& out, std::string_view format, const Value* args, std::
   }
 }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -3,7 +3,7 @@
 // write its "Invalid request log template" line).
 #include <gtest/gtest.h>
 
-#include "tests/unit/proxy/request_log_fixture.h"
+#include "tests/unit/proxy/request_log/fixture.h"
 
 namespace sluice::proxy {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/request_log/value.h"
+#include "gotemplate/value.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 class Data;
 
@@ -22,4 +22,4 @@ void sprintln(std::string& out, const Value* args, std::size_t n, Data& data);
 void sprint_printable(std::string& out, const Value* args, std::size_t n, Data& data);
 void sprintf(std::string& out, std::string_view format, const Value* args, std::size_t n, Data& data);
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -1,11 +1,11 @@
 // Go's literal syntax (strconv.Unquote, strconv.ParseInt/ParseUint/ParseFloat with base 0, parse.NumberNode),
 // written from the Go specification and those functions' documented behaviour.
-#include "proxy/request_log/literal.h"
+#include "gotemplate/literal.h"
 
 #include <charconv>
 #include <cmath>
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 int hex_value(char c) {
@@ -317,4 +317,4 @@ bool parse_number(std::string_view text, bool is_char, Number& n, std::string& e
   return true;
 }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

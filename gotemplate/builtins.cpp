@@ -1,13 +1,13 @@
 // text/template's builtins (funcs.go, read for its behaviour): comparisons only between basic kinds (an int
 // and a uint compare, an int and a float do not), index and slice over strings, slices and maps, and the
 // printing functions through fmt.
-#include "proxy/request_log/builtins.h"
+#include "gotemplate/builtins.h"
 
-#include "proxy/request_log/data.h"
-#include "proxy/request_log/fmt.h"
-#include "proxy/request_log/go_format.h"
+#include "gotemplate/data.h"
+#include "gotemplate/fmt.h"
+#include "gotemplate/go_format.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 using P = ParamKind;
@@ -40,9 +40,6 @@ bool is_nil(const Value& v) {
   return v.type == Type::invalid || v.type == Type::nil || v.type == Type::nil_map || v.type == Type::nil_pointer ||
          (v.type == Type::strings && !v.list);
 }
-bool is_map(const Value& v) {
-  return v.type == Type::header || v.type == Type::values || v.type == Type::map || v.type == Type::nil_map;
-}
 
 bool equal(const Value& a, const Value& b) {
   const Kind ka = kind_of(a), kb = kind_of(b);
@@ -64,7 +61,7 @@ bool equal(const Value& a, const Value& b) {
   if (is_nil(a) || is_nil(b)) return is_nil(a) == is_nil(b);
   if (is_map(a) || is_map(b) || a.type == Type::strings || b.type == Type::strings)
     fail("non-comparable type " + std::string(type_name(a)));
-  return a.type == b.type;  // the same pointer: there is one request, response, revision and URL
+  return a.kind == b.kind && a.i == b.i;  // pointers of the data's: the same one
 }
 
 bool less(const Value& a, const Value& b) {
@@ -110,8 +107,6 @@ Value index(const Value* args, std::size_t n, Data& data) {
         item = Value::string(item.item(x));
         break;
       }
-      case Type::header:
-      case Type::values:
       case Type::map:
       case Type::nil_map: {
         if (key.type == Type::invalid || key.type == Type::nil) fail("value is nil; should be of type string");
@@ -154,8 +149,6 @@ std::size_t length(const Value& v, Data& data) {
   switch (v.type) {
     case Type::string: return v.s.size();
     case Type::strings: return v.size();
-    case Type::header:
-    case Type::values:
     case Type::map:
     case Type::nil_map: return data.entries(v).entries.size();
     case Type::nil_pointer: fail("len of nil pointer");
@@ -178,8 +171,6 @@ bool truth(const Value& v, Data& data) {
     case Type::floating: return v.f != 0;
     case Type::string: return !v.s.empty();
     case Type::strings: return v.size() > 0;
-    case Type::header:
-    case Type::values:
     case Type::map: return !data.entries(v).entries.empty();
     default: return true;  // a non-nil pointer
   }
@@ -234,4 +225,4 @@ Value call_builtin(Builtin b, const Value* args, std::size_t n, Data& data) {
   fail("unexpected function");
 }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -1,6 +1,7 @@
-// The values a request-log template computes with: Go's types as far as Knative's input reaches them, held
-// as views into the request, the revision and the template (no copies), and the per-thread scratch space
-// for the few values a template makes (printed strings, header lists, parsed queries).
+// The values a template computes with: Go's types as far as a template reaches them, held as views into the
+// data and the template (no copies), and the per-thread scratch space for the few values a template or its
+// data makes (printed strings, string lists, maps). The data's own types (its structs and maps) are
+// pointers and maps here, named by the data (`kind`, and Go's type name in `s`); see data.h.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 enum class Type : std::uint8_t {
   invalid,  // Go's zero reflect.Value: a missing map key, a field of nothing; prints "<no value>"
@@ -22,15 +23,11 @@ enum class Type : std::uint8_t {
   floating,  // float64
   string,
   strings,   // []string (list == nullptr: a nil slice)
-  header,    // the request's http.Header
-  values,    // the request URL's url.Values (URL.Query())
-  nil_map,   // a nil map of the type named by `s` (http.Header, url.Values)
-  map,       // a map[string][]string made here (`s` names its type)
-  input,     // *RequestLogTemplateInput
-  request,   // *http.Request
-  url,       // *url.URL
-  response,  // *RequestLogResponse
-  revision,  // *RequestLogRevision
+  map,       // a map[string][]string of the type named by `s`: `map` when made in scratch space, else the
+             // data's own of the kind `kind` (Data::entries reads it)
+  nil_map,   // a nil map of the type named by `s` (and the data's `kind`, for its methods)
+  pointer,   // a pointer to one of the data's structs: its `kind`, its type named by `s` ("*http.Request"),
+             // and `i` telling two pointers of one kind apart (Go's eq compares pointers)
   nil_pointer,  // a nil pointer of the type named by `s` (*tls.ConnectionState, ...)
 };
 
@@ -46,6 +43,7 @@ struct StringsMap {
 
 struct Value {
   Type type = Type::invalid;
+  std::uint8_t kind = 0;  // map, nil_map, pointer: which of the data's types (the data numbers them)
   bool b = false;
   std::int64_t i = 0;
   double f = 0;
@@ -62,7 +60,10 @@ struct Value {
     return Value{.type = Type::strings, .list = l, .begin = static_cast<std::uint32_t>(b),
                  .end = static_cast<std::uint32_t>(e)};
   }
-  static Value of(Type t, std::string_view type_name = {}) { return Value{.type = t, .s = type_name}; }
+  // A value of one of the data's types (map, nil_map, pointer, nil_pointer), or nil.
+  static Value of(Type t, std::string_view type_name = {}, std::uint8_t kind = 0) {
+    return Value{.type = t, .kind = kind, .s = type_name};
+  }
 
   std::size_t size() const { return end - begin; }
   std::string_view item(std::size_t k) const { return (*list)[begin + k]; }
@@ -103,8 +104,7 @@ class Scratch {
   std::size_t strings_used_ = 0, lists_used_ = 0, maps_used_ = 0;
 };
 
-// A failure while the template runs (Go's ExecError): Knative then writes its "Invalid request log
-// template" line instead.
+// A failure while the template runs (Go's ExecError).
 struct EvalError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -112,5 +112,6 @@ struct EvalError : std::runtime_error {
 
 // The Go type name of a value, as %T prints it.
 std::string_view type_name(const Value& v);
+inline bool is_map(const Value& v) { return v.type == Type::map || v.type == Type::nil_map; }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

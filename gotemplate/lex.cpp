@@ -1,12 +1,12 @@
 // Go text/template's lexical rules (text/template/parse/lex.go, read for its behaviour): "{{- " and " -}}"
 // trim the white space beside an action, comments are "{{/* */}}" alone in their action, and the words
 // inside an action end only at a space, one of ".,|:()" or the closing delimiter.
-#include "proxy/request_log/lex.h"
+#include "gotemplate/lex.h"
 
 #include <cctype>
 #include <cstdio>
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -307,4 +307,4 @@ std::string describe(const Token& t) {
   }
 }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

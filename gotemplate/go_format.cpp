@@ -1,6 +1,6 @@
 // Go's value spellings and escapes; see go_format.h. Digits come from std::to_chars (shortest round trip, or
 // correctly rounded to a precision), laid out as strconv's formatDigits lays them out.
-#include "proxy/request_log/go_format.h"
+#include "gotemplate/go_format.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "proxy/request_log/literal.h"
+#include "gotemplate/literal.h"
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 namespace {
 
 constexpr const char* kUpperHex = "0123456789ABCDEF";
@@ -303,4 +303,4 @@ void query_escape(std::string& out, std::string_view s) {
   }
 }
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::proxy::request_log {
+namespace sluice::gotemplate {
 
 struct Number {
   bool is_int = false, is_uint = false, is_float = false;
@@ -28,4 +28,4 @@ void append_rune(std::string& out, char32_t r);
 // other than ' ', private use, surrogates); unassigned code points count as printable here.
 bool is_print(char32_t r);
 
-}  // namespace sluice::proxy::request_log
+}  // namespace sluice::gotemplate
