@@ -1,4 +1,4 @@
-// The per-node agent's shared state and its parts (app/mode_node.cpp runs them): the settings, the pods'
+// The per-node agent's shared state and its parts (app/node/mode.cpp runs them): the settings, the pods'
 // sockets (one per published pod, app/node/publications.h), the pods being served (app/node/pod_service.cpp),
 // and the control socket's commands (app/node/agent_control.cpp, protocol in app/node/control.h).
 #pragma once

@@ -3,7 +3,7 @@
 // on it only from a peer whose credentials (SO_PEERCRED) are root's; anything else is refused and logged.
 //
 // SOCK_SEQPACKET, text, one command a connection:
-//   "handover GENERATION\n"   a new agent takes over (app/mode_node.cpp): the reply "listener\n" carries this
+//   "handover GENERATION\n"   a new agent takes over (app/node/mode.cpp): the reply "listener\n" carries this
 //                             socket's listening descriptor; "refused REASON\n" otherwise. GENERATION is the
 //                             DaemonSet pod's pod-template-generation ("-" for none): an agent never hands
 //                             over to an older one.

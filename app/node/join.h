@@ -14,7 +14,7 @@
 //                  proxy ended by itself
 // A closed connection ends the pod's service: the stub was killed, or the agent went away (the stub
 // joins again when the agent is back). An agent restarted on purpose hands the connection, with the pod,
-// to the next agent (app/mode_node.cpp): the stub never notices.
+// to the next agent (app/node/mode.cpp): the stub never notices.
 #pragma once
 
 #include <optional>

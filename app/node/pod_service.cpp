@@ -1,4 +1,4 @@
-// A pod the agent serves: its stub's connection and the proxy it starts for the pod (see app/mode_node.cpp
+// A pod the agent serves: its stub's connection and the proxy it starts for the pod (see app/node/mode.cpp
 // for the whole agent, app/node/pod_identity.h for what a join must be). One thread a pod, for its life.
 #include <fcntl.h>
 #include <signal.h>

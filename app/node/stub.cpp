@@ -1,5 +1,5 @@
 // `sluice node-stub` (and the sluice-node-stub binary, app/node/stub_main.cpp): what a pod runs in
-// queue-proxy's place on a per-node cluster. It joins the node's agent (app/mode_node.cpp) with the pod's
+// queue-proxy's place on a per-node cluster. It joins the node's agent (app/node/mode.cpp) with the pod's
 // settings, network namespace, stdout and stderr (app/node/join.h), then sleeps until the pod goes away
 // (SIGTERM: drain, exit once drained), its proxy stops (exit with the proxy's code) or the agent goes away
 // (join the next one). It runs for the pod's whole life, so it uses nothing but this folder, the options

@@ -1,4 +1,4 @@
-// Per-node mode's trust boundary (app/mode_node.cpp, app/node/control.h, app/node/pod_identity.h): the node,
+// Per-node mode's trust boundary (app/node/mode.cpp, app/node/control.h, app/node/pod_identity.h): the node,
 // never the pod, says who a pod is; a pod's proxy holds nothing its pod lacked and is charged to the pod;
 // only root changes the agent. Hostile peers are the test's own processes: non-root users with and without
 // DAC override, a pod naming another, connections that never join, a stub running as root.

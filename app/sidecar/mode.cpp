@@ -17,7 +17,7 @@
 
 #include "app/modes.h"
 #include "app/node/join.h"
-#include "app/sidecar_config.h"
+#include "app/sidecar/config.h"
 #include "common/listen.h"
 #include "common/log.h"
 #include "proxy/control/control_plane.h"
