@@ -8,12 +8,12 @@ namespace sluice::app {
 
 using Args = std::span<const std::string_view>;
 
-int run_sidecar(Args args);      // app/mode_sidecar.cpp: the queue-proxy drop-in
-int run_gateway(Args args);      // app/mode_gateway.cpp: local serverless gateway
-int run_autoscaler(Args args);   // app/mode_autoscaler.cpp: `autoscaler simulate|serve`
-int run_instance(Args args);     // app/mode_run.cpp: `run -- CMD`, one instance under the runtime
-int run_node(Args args);         // app/mode_node.cpp: the per-node agent
-int run_node_stub(Args args);    // app/mode_node.cpp: a pod's side of it, in queue-proxy's place
+int run_sidecar(Args args);      // app/sidecar/mode.cpp: the queue-proxy drop-in
+int run_gateway(Args args);      // app/gateway/mode.cpp: local serverless gateway
+int run_autoscaler(Args args);   // app/autoscaler/mode.cpp: `autoscaler simulate|serve`
+int run_instance(Args args);     // app/run/mode.cpp: `run -- CMD`, one instance under the runtime
+int run_node(Args args);         // app/node/mode.cpp: the per-node agent
+int run_node_stub(Args args);    // app/node/stub.cpp: a pod's side of it, in queue-proxy's place
 int run_node_zygote(Args args);  // app/node/zygote.cpp: the process the agent forks pods' proxies from
 
 // `mode` run as `sluice MODE ARGS...` would run it (app/modes.cpp): "" prints the usage; an error of

@@ -52,7 +52,7 @@ void claim_port(const tcp::endpoint& ep, const std::string& listener, const Netn
 bool refuse_new_handshakes(tcp::acceptor& acceptor);
 
 // Listening sockets handed over by a predecessor, as nginx's binary upgrade hands them over: per-node
-// mode's agent restart (app/mode_node.cpp) starts each pod's new proxy with its old one's sockets, so that
+// mode's agent restart (app/node/mode.cpp) starts each pod's new proxy with its old one's sockets, so that
 // no connection is refused or reset while one takes over from the other. open_listener takes the one bound
 // to its address instead of binding anew; the descriptors are owned here from this call on. Call before the
 // first listener opens.

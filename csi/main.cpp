@@ -75,7 +75,6 @@ int serve() {
     auto reply = app::node::control_command(control, command, error, conn);
     if (conn >= 0) ::close(conn);
     if (!reply) return std::string();
-    for (int fd : reply->fds) ::close(fd);
     return reply->text;
   });
   grpc::ServerBuilder builder;

@@ -20,6 +20,9 @@ class Fd {
   }
   int get() const { return fd_; }
   explicit operator bool() const { return fd_ >= 0; }
+  // The descriptor, no longer owned: for a holder that keeps raw descriptors of its own (a process's
+  // well-known numbers, a struct shared with C-shaped code).
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;

@@ -60,10 +60,10 @@ net::ControlResponse metadata_answer(const net::ControlRequest& req, const std::
 std::optional<std::string> instance_of_connection(std::uint16_t client_port, std::uint16_t server_port,
                                                   const std::vector<std::pair<std::string, int>>& pids) {
   // /proc/net/tcp: "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode".
-  std::ifstream tcp("/proc/net/tcp");
+  std::ifstream sockets("/proc/net/tcp");
   std::string line, inode;
-  std::getline(tcp, line);
-  while (std::getline(tcp, line)) {
+  std::getline(sockets, line);
+  while (std::getline(sockets, line)) {
     std::istringstream in(line);
     std::string sl, local, remote, st, queues, timer, retr, uid, timeout, node;
     in >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid >> timeout >> node;

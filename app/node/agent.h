@@ -1,5 +1,5 @@
-// The per-node agent's shared state and its parts (app/mode_node.cpp runs them): the settings, the pods'
-// sockets (one per published pod, app/node/publications.h), the pods being served (app/node/pod_service.cpp),
+// The per-node agent's shared state and its parts (app/node/mode.cpp runs them): the settings, the pods'
+// sockets (one per published pod, app/node/publications.h), the pods being served (app/node/pod_service.h),
 // and the control socket's commands (app/node/agent_control.cpp, protocol in app/node/control.h).
 #pragma once
 
@@ -17,6 +17,7 @@
 #include "app/node/publications.h"
 #include "app/node/zygote.h"
 #include "app/options.h"
+#include "runtime/fd.h"
 
 namespace sluice::app::node {
 
@@ -89,10 +90,10 @@ struct Node {
 
 // The pods' side (pod_service.cpp). A connection to the pod's socket published as `volume`: the pod's stub,
 // which must send its join within the join timeout; served on this thread until the pod ends.
-void serve_join(Node& node, const std::string& volume, int conn);
+void serve_join(Node& node, const std::string& volume, runtime::Fd conn);
 // A new agent's side of the handover: takes each pod the running agent hands over, each on a thread of its
 // own, until the predecessor closes the connection.
-void take_pods(Node& node, int predecessor);
+void take_pods(Node& node, runtime::Fd predecessor);
 // The agent stops: the pod's proxy drains (its stub joins the next agent).
 void stop_pod(PodService& pod);
 // The pod's volume went: its proxy ends at once.

@@ -11,8 +11,8 @@
 
 #include "app/node/agent.h"
 #include "app/node/control.h"
-#include "app/node/join.h"
 #include "app/node/node_socket.h"
+#include "app/seqpacket.h"
 #include "common/config_error.h"
 #include "common/log.h"
 
@@ -104,8 +104,8 @@ void set_ready(Node& node) {
 
 // A command on the control socket, from root (checked before this is called).
 void serve_control(Node& node, int conn) {
-  std::optional<node::Message> m;
-  if (wait_readable({conn}, node.settings.join_timeout_ms) == 0) m = node::receive_message(conn);
+  std::optional<Message> m;
+  if (wait_readable({conn}, node.settings.join_timeout_ms) == 0) m = receive_message(conn);
   if (!m) {
     ::close(conn);
     return;
@@ -125,12 +125,12 @@ void serve_control(Node& node, int conn) {
       refusal = "generation " + std::to_string(theirs) + " is older than this agent's " + std::to_string(ours);
     if (!refusal.empty()) {
       log::warn("handover refused").kv("reason", refusal);
-      node::send_message(conn, "refused " + refusal + "\n");
+      send_message(conn, "refused " + refusal + "\n");
       ::close(conn);
       return;
     }
     const int fds[] = {node.control};
-    if (!node::send_message(conn, "listener\n", fds)) {
+    if (!send_message(conn, "listener\n", fds)) {
       ::close(conn);
       return;
     }
@@ -157,7 +157,7 @@ void serve_control(Node& node, int conn) {
   } else {
     reply = "refused unknown command \"" + word + "\"\n";
   }
-  node::send_message(conn, reply);
+  send_message(conn, reply);
   ::close(conn);
 }
 
@@ -173,7 +173,6 @@ int take_over_from_running_agent(const AgentSettings& s, int& predecessor, bool&
   if (!reply || reply->text != "listener\n" || reply->fds.size() != 1) {
     ::close(conn);
     const std::string why = reply ? node::after(reply->text, "refused") : error;
-    if (reply) for (int fd : reply->fds) ::close(fd);
     if (why.find("is older than this agent's") != std::string::npos) {
       older = true;
       return -1;
@@ -181,7 +180,7 @@ int take_over_from_running_agent(const AgentSettings& s, int& predecessor, bool&
     throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": an agent runs there and did not hand over (" + why + ")");
   }
   predecessor = conn;
-  return reply->fds[0];
+  return reply->fds[0].release();
 }
 
 }  // namespace sluice::app::node

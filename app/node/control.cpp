@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "app/node/join.h"
 #include "app/node/node_socket.h"
 
 namespace sluice::app::node {
@@ -35,7 +34,7 @@ bool peer_is_root(int connection, long& peer_uid) {
   return peer.uid == 0;
 }
 
-std::optional<Reply> control_command(const std::string& path, std::string_view command, std::string& error,
+std::optional<Message> control_command(const std::string& path, std::string_view command, std::string& error,
                                      int& connection) {
   connection = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (unix_connect(connection, path) != 0) {
@@ -49,7 +48,7 @@ std::optional<Reply> control_command(const std::string& path, std::string_view c
     error = "the agent closed the connection";
     return std::nullopt;
   }
-  return Reply{std::move(m->text), std::move(m->fds)};
+  return m;
 }
 
 }  // namespace sluice::app::node

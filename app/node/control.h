@@ -3,7 +3,7 @@
 // on it only from a peer whose credentials (SO_PEERCRED) are root's; anything else is refused and logged.
 //
 // SOCK_SEQPACKET, text, one command a connection:
-//   "handover GENERATION\n"   a new agent takes over (app/mode_node.cpp): the reply "listener\n" carries this
+//   "handover GENERATION\n"   a new agent takes over (app/node/mode.cpp): the reply "listener\n" carries this
 //                             socket's listening descriptor; "refused REASON\n" otherwise. GENERATION is the
 //                             DaemonSet pod's pod-template-generation ("-" for none): an agent never hands
 //                             over to an older one.
@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "app/seqpacket.h"
+
 namespace sluice::app::node {
 
 inline constexpr std::string_view kDefaultControlSocket = "/run/sluice-control/control.sock";
@@ -30,13 +32,9 @@ std::string secure_control_directory(const std::string& dir);
 // Whether the peer of a connected unix socket is root (uid 0); `peer_uid` gets its uid (or -1).
 bool peer_is_root(int connection, long& peer_uid);
 
-// One command on the control socket at `path` and its reply (with any descriptors attached), or nullopt
-// with `error` when no agent answered.
-struct Reply {
-  std::string text;
-  std::vector<int> fds;
-};
-std::optional<Reply> control_command(const std::string& path, std::string_view command, std::string& error,
+// One command on the control socket at `path` and its reply (with any descriptors attached, owned), or
+// nullopt with `error` when no agent answered.
+std::optional<Message> control_command(const std::string& path, std::string_view command, std::string& error,
                                      int& connection);
 
 }  // namespace sluice::app::node

@@ -1,95 +1,21 @@
-// The join protocol's messages; see join.h.
+// The join's message; see join.h.
 #include "app/node/join.h"
-
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 namespace sluice::app::node {
 
-void Message::close_fds() {
-  for (int fd : fds) ::close(fd);
-  fds.clear();
+std::array<int, kJoinDescriptors> borrow(const PodDescriptors& d) {
+  return {d.netns.get(), d.out.get(), d.err.get(), d.root.get()};
 }
 
-bool send_message(int socket, std::string_view text, std::span<const int> fds) {
-  if (fds.size() > kMaxDescriptors) return false;
-  iovec iov{const_cast<char*>(text.data()), text.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxDescriptors)] = {};
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  while (true) {
-    const ssize_t n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
-    if (n >= 0) return static_cast<std::size_t>(n) == text.size();
-    if (errno != EINTR) return false;
-  }
-}
-
-std::optional<Message> receive_message(int socket) {
-  // The message's size first (MSG_PEEK | MSG_TRUNC: the whole datagram's length; nothing is taken, and with
-  // no room for control data no descriptor is received), then a room of exactly that size. A room of the
-  // largest size for every receive, even untouched, left each pod's thread a share of 256 KiB-high arenas
-  // in the agent.
-  char probe;
-  ssize_t size;
-  do size = ::recv(socket, &probe, 1, MSG_PEEK | MSG_TRUNC);
-  while (size < 0 && errno == EINTR);
-  if (size <= 0) return std::nullopt;  // closed (this protocol sends no empty message)
-  Message m;
-  m.text.resize(std::min(static_cast<std::size_t>(size), kMaxMessageBytes));
-  iovec iov{m.text.data(), m.text.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxDescriptors)] = {};
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  for (cmsghdr* c = n >= 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      m.fds.push_back(fd);
-    }
-  }
-  if (n <= 0 || static_cast<std::size_t>(n) != m.text.size() || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-    m.close_fds();  // larger than any message may be, or cut
-    return std::nullopt;
-  }
-  return m;
-}
-
-std::string join_text(const std::vector<std::string>& env) {
-  std::string out = "join\n";
+void append_env_lines(std::string& out, const std::vector<std::string>& env) {
   for (const auto& kv : env) {
     if (kv.find('\n') != std::string::npos) continue;  // a value over lines cannot be a Knative setting
     out += kv;
     out += '\n';
   }
-  return out;
 }
 
-std::optional<std::vector<std::string>> parse_join(std::string_view text) {
-  constexpr std::string_view kHead = "join\n";
-  if (text.substr(0, kHead.size()) != kHead) return std::nullopt;
-  text.remove_prefix(kHead.size());
+std::optional<std::vector<std::string>> parse_env_lines(std::string_view text) {
   std::vector<std::string> env;
   while (!text.empty()) {
     const auto end = text.find('\n');
@@ -100,6 +26,29 @@ std::optional<std::vector<std::string>> parse_join(std::string_view text) {
     text.remove_prefix(end + 1);
   }
   return env;
+}
+
+std::string join_text(const std::vector<std::string>& env) {
+  std::string out = "join\n";
+  append_env_lines(out, env);
+  return out;
+}
+
+std::optional<std::vector<std::string>> parse_join(std::string_view text) {
+  constexpr std::string_view kHead = "join\n";
+  if (text.substr(0, kHead.size()) != kHead) return std::nullopt;
+  return parse_env_lines(text.substr(kHead.size()));
+}
+
+Outgoing encode_join(const std::vector<std::string>& env, const PodDescriptorsToSend& pod) {
+  return {join_text(env), {pod.netns, pod.out, pod.err, pod.root}};
+}
+
+Decoded<Join> decode_join(Message m) {
+  auto env = parse_join(m.text);
+  if (!env || m.fds.size() != kJoinDescriptors)
+    return "not a join: expected \"join\" lines, the pod's network namespace, stdout, stderr and root directory";
+  return Join{std::move(*env), {std::move(m.fds[0]), std::move(m.fds[1]), std::move(m.fds[2]), std::move(m.fds[3])}};
 }
 
 }  // namespace sluice::app::node

@@ -1,4 +1,4 @@
-// What the agent (app/mode_node.cpp) and the stub (app/node/stub.cpp) both do around the node's unix
+// What the agent (app/node/mode.cpp) and the stub (app/node/stub.cpp) both do around the node's unix
 // socket: where it is, its address, waiting on it and on signals, and reading a reply's words.
 #pragma once
 

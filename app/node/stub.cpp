@@ -1,9 +1,10 @@
 // `sluice node-stub` (and the sluice-node-stub binary, app/node/stub_main.cpp): what a pod runs in
-// queue-proxy's place on a per-node cluster. It joins the node's agent (app/mode_node.cpp) with the pod's
+// queue-proxy's place on a per-node cluster. It joins the node's agent (app/node/mode.cpp) with the pod's
 // settings, network namespace, stdout and stderr (app/node/join.h), then sleeps until the pod goes away
 // (SIGTERM: drain, exit once drained), its proxy stops (exit with the proxy's code) or the agent goes away
-// (join the next one). It runs for the pod's whole life, so it uses nothing but this folder, the options
-// and the log: the binary of its own is a fraction of the whole sluice's memory.
+// (join the next one). It runs for the pod's whole life, so it uses nothing but this folder, the message
+// transport (app/seqpacket.h), the options and the log: the binary of its own is a fraction of the whole
+// sluice's memory.
 #include <fcntl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -38,7 +39,8 @@ int run_node_stub(Args args) {
   if (root < 0) throw ConfigError(std::string("/: ") + std::strerror(errno));
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  const std::string join = node::join_text(env);
+
+  const auto join = node::encode_join(env, {.netns = netns, .out = STDOUT_FILENO, .err = STDERR_FILENO, .root = root});
 
   bool told_waiting = false;
   while (true) {
@@ -51,8 +53,7 @@ int run_node_stub(Args args) {
       continue;
     }
     told_waiting = false;
-    const int fds[] = {netns, STDOUT_FILENO, STDERR_FILENO, root};
-    auto reply = node::send_message(conn, join, fds) ? node::receive_message(conn) : std::nullopt;
+    auto reply = send_message(conn, join) ? receive_message(conn) : std::nullopt;
     if (reply && reply->text.rfind("refused", 0) == 0) {
       log::error("the node agent refused this pod").kv("reason", node::after(reply->text, "refused"));
       return 1;
@@ -65,16 +66,16 @@ int run_node_stub(Args args) {
         log::info("draining");
         signalfd_siginfo first;
         (void)!::read(signals, &first, sizeof first);
-        node::send_message(conn, "drain\n");
+        send_message(conn, "drain\n");
         if (node::wait_readable({conn, signals}, -1) == 1) {
           log::warn("second signal: exiting at once");
           return 1;
         }
-        auto drained = node::receive_message(conn);
+        auto drained = receive_message(conn);
         log::info(drained && drained->text == "drained\n" ? "drained" : "the node agent went away while draining");
         return 0;
       }
-      if (auto m = node::receive_message(conn); m && m->text.rfind("stopped", 0) == 0) {
+      if (auto m = receive_message(conn); m && m->text.rfind("stopped", 0) == 0) {
         // The proxy's own exit code (2: a configuration error), as if this container had been it; the
         // kubelet restarts the container, which joins again.
         const std::string status = node::after(m->text, "stopped");

@@ -19,8 +19,9 @@
 #include <optional>
 
 #include "app/modes.h"
-#include "app/node/join.h"
+#include "app/node/messages.h"
 #include "app/node/node_socket.h"
+#include "app/seqpacket.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -31,7 +32,6 @@ namespace node {
 namespace {
 
 constexpr int kSocket = 3;  // the zygote's end, where the agent put it
-constexpr std::size_t kFixedDescriptors = 3;  // network namespace, stdout, stderr
 
 void reap(int pidfd) {
   siginfo_t info{};
@@ -130,48 +130,28 @@ std::string fork_proxy(const runtime::SpawnRequest& req, pid_t agent, int& pid, 
 }
 
 void serve_request(int socket, pid_t agent, Message m) {
-  const auto head_end = m.text.find('\n');
-  int uid = -1, gid = -1, death = 0, drop = 0;
-  unsigned cgroups = 0;
-  auto env = parse_join("join\n" + (head_end == std::string::npos ? std::string() : m.text.substr(head_end + 1)));
-  if (std::sscanf(m.text.c_str(), "spawn %d %d %d %d %u\n", &uid, &gid, &death, &drop, &cgroups) != 5 || !env ||
-      m.fds.size() < kFixedDescriptors + cgroups) {
-    m.close_fds();
-    send_message(socket, "failed not a spawn request\n");
+  auto order = decode_spawn_order(std::move(m));
+  if (auto* refusal = std::get_if<std::string>(&order)) {
+    send_message(socket, encode_spawn_reply(-1, runtime::Fd(), *refusal));
     return;
   }
-  runtime::SpawnRequest req;
-  req.env = std::move(*env);
-  req.uid = uid;
-  req.gid = gid;
-  req.parent_death_signal = death;
-  req.netns_fd = m.fds[0];
-  req.stdout_fd = m.fds[1];
-  req.stderr_fd = m.fds[2];
-  req.drop_capabilities = drop != 0;
-  req.join_procs_fds.assign(m.fds.begin() + kFixedDescriptors, m.fds.begin() + kFixedDescriptors + cgroups);
-  req.inherit_fds.assign(m.fds.begin() + kFixedDescriptors + cgroups, m.fds.end());
   int pid = -1, pidfd = -1;
-  const std::string error = fork_proxy(req, agent, pid, pidfd);
-  m.close_fds();
-  std::vector<int> attached;
-  if (pidfd >= 0) attached.push_back(pidfd);
-  send_message(socket, error.empty() ? "spawned " + std::to_string(pid) + "\n" : "failed " + error + "\n", attached);
-  if (pidfd >= 0) ::close(pidfd);
-}
+  const std::string error = fork_proxy(std::get<SpawnOrder>(order).request(), agent, pid, pidfd);
+  const runtime::Fd proxy(pidfd);
+  send_message(socket, encode_spawn_reply(pid, proxy, error));
+}  // the order's descriptors close: the proxy has its copies
 
 }  // namespace
 
 bool Zygote::running() const {
   std::lock_guard lock(mu_);
-  return socket_ >= 0;
+  return static_cast<bool>(socket_);
 }
 
 Zygote::~Zygote() {
-  if (socket_ < 0) return;
-  ::close(socket_);  // the zygote's receive ends: it exits
-  reap(process_.pidfd);
-  ::close(process_.pidfd);
+  if (!socket_) return;
+  socket_ = runtime::Fd();  // the zygote's receive ends: it exits
+  reap(pidfd_.get());
 }
 
 std::string Zygote::start(const std::vector<std::string>& env) {
@@ -185,13 +165,12 @@ std::string Zygote::start(const std::vector<std::string>& env) {
   req.stderr_fd = STDERR_FILENO;
   req.inherit_fds = {pair[1]};
   req.parent_death_signal = SIGKILL;
-  process_ = runtime::spawn_process(req);
+  const auto process = runtime::spawn_process(req);
   ::close(pair[1]);
-  if (process_.pid < 0) {
-    ::close(pair[0]);
-    return process_.error;
-  }
-  socket_ = pair[0];
+  runtime::Fd ours(pair[0]);
+  if (process.pid < 0) return process.error;
+  socket_ = std::move(ours);
+  pidfd_ = runtime::Fd(process.pidfd);
   return {};
 }
 
@@ -201,39 +180,26 @@ runtime::Spawned Zygote::spawn(const runtime::SpawnRequest& req) {
     out.error = "the zygote needs the network namespace, stdout and stderr";
     return out;
   }
-  std::string text = "spawn " + std::to_string(req.uid) + " " + std::to_string(req.gid) + " " +
-                     std::to_string(req.parent_death_signal) + " " + (req.drop_capabilities ? "1 " : "0 ") +
-                     std::to_string(req.join_procs_fds.size()) + "\n";
-  for (const auto& kv : req.env)
-    if (kv.find('\n') == std::string::npos) text += kv + "\n";
-  std::vector<int> fds = {req.netns_fd, req.stdout_fd, req.stderr_fd};
-  fds.insert(fds.end(), req.join_procs_fds.begin(), req.join_procs_fds.end());
-  fds.insert(fds.end(), req.inherit_fds.begin(), req.inherit_fds.end());
+  const auto order = encode_spawn_order(req);
   std::lock_guard lock(mu_);
   std::optional<Message> reply;
-  if (socket_ >= 0 && send_message(socket_, text, fds)) reply = receive_message(socket_);
+  if (socket_ && send_message(socket_.get(), order)) reply = receive_message(socket_.get());
   if (!reply) {
     out.error = "the zygote is gone";
-    if (socket_ >= 0) {
-      ::close(socket_);
-      socket_ = -1;
-      reap(process_.pidfd);
+    if (socket_) {
+      socket_ = runtime::Fd();
+      reap(pidfd_.get());
     }
     return out;
   }
-  const int pidfd = reply->fds.size() == 1 ? reply->fds[0] : -1;
-  int pid = -1;
-  if (std::sscanf(reply->text.c_str(), "spawned %d\n", &pid) == 1 && pid > 0 && pidfd >= 0) {
-    out.pid = pid;
-    out.pidfd = pidfd;
+  auto spawned = decode_spawn_reply(std::move(*reply));
+  if (spawned.error.empty()) {
+    out.pid = spawned.pid;
+    out.pidfd = spawned.pidfd.release();  // the caller's, as spawn_process's
     return out;
   }
-  out.error = after(reply->text, "failed");
-  if (out.error.empty()) out.error = "unexpected answer from the zygote";
-  if (pidfd >= 0) {
-    reap(pidfd);  // a child that began and ended
-    ::close(pidfd);
-  }
+  out.error = std::move(spawned.error);
+  if (spawned.pidfd) reap(spawned.pidfd.get());  // a child that began and ended
   return out;
 }
 
@@ -243,7 +209,7 @@ int run_node_zygote(Args) {
   // Started by the agent with its socket on descriptor 3; serves it until the agent closes it.
   const pid_t agent = ::getppid();
   ::prctl(PR_SET_NAME, "sluice-zygote");
-  while (auto m = node::receive_message(node::kSocket)) node::serve_request(node::kSocket, agent, std::move(*m));
+  while (auto m = receive_message(node::kSocket)) node::serve_request(node::kSocket, agent, std::move(*m));
   return 0;
 }
 

@@ -11,11 +11,9 @@
 // (the agent's) and start. The agent waits on its pidfd and reaps it as any child.
 //
 // On the zygote's socket (descriptor 3), SOCK_SEQPACKET, one request at a time:
-//   agent  -> zygote  "spawn UID GID PDEATHSIG DROPCAPS NCGROUPS\n" + the environment as KEY=VALUE lines, with
-//                     the descriptors attached: the network namespace, stdout, stderr, NCGROUPS cgroup.procs
-//                     files to join, then those to hand on as 3, 4, ...
-//   zygote -> agent   "spawned PID\n" with the proxy's pidfd | "failed REASON\n" (with a pidfd when there is
-//                     a child to reap)
+//   agent  -> zygote  a SpawnOrder ("spawn UID GID PDEATHSIG DROPCAPS NCGROUPS\n", the environment and the
+//                     descriptors; app/node/messages.h)
+//   zygote -> agent   a SpawnReply ("spawned PID\n" with the proxy's pidfd | "failed REASON\n")
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/fd.h"
 #include "runtime/spawn.h"
 
 namespace sluice::app::node {
@@ -48,8 +47,8 @@ class Zygote {
 
  private:
   mutable std::mutex mu_;  // one request at a time on the socket
-  int socket_ = -1;
-  runtime::Spawned process_;
+  runtime::Fd socket_;
+  runtime::Fd pidfd_;  // the zygote's
 };
 
 }  // namespace sluice::app::node

@@ -81,7 +81,7 @@ std::shared_ptr<ssl::context> TlsContexts::load() const {
   auto version = [](TlsVersion v) { return v == TlsVersion::v1_3 ? TLS1_3_VERSION : TLS1_2_VERSION; };
   SSL_CTX_set_min_proto_version(h, version(config_.min_version));
   SSL_CTX_set_max_proto_version(h, version(config_.max_version));
-  // The names were checked at start-up (app/tls_knobs): OpenSSL refusing them here is a bug, not input.
+  // The names were checked at start-up (app/sidecar/tls_knobs): OpenSSL refusing them here is a bug, not input.
   const std::string& ciphers = config_.tls12_ciphers.empty() ? std::string(kTls12Ciphers) : config_.tls12_ciphers;
   if (SSL_CTX_set_cipher_list(h, ciphers.c_str()) != 1)
     throw ConfigError("QUEUE_PROXY_TLS_CIPHER_SUITES: OpenSSL accepts none of " + ciphers);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "app/sidecar_config.h"
+#include "app/sidecar/config.h"
 #include "common/config_error.h"
 
 namespace {

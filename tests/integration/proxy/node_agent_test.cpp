@@ -316,7 +316,7 @@ TEST_F(NodeAgent, APodFloodedPastItsConcurrencyLimitLeavesItsNeighbourServing) {
   EXPECT_TRUE(flood.running()) << "the flood ended before the neighbour's requests: " << flood.stdout_text();
 }
 
-// Restart without a lost request (app/mode_node.cpp): a second agent started beside the first takes the node
+// Restart without a lost request (app/node/mode.cpp): a second agent started beside the first takes the node
 // socket and every pod; each pod's new proxy accepts on its old one's sockets, and the old one finishes what
 // it had in flight. wrk keeps 20 connections busy on each of two pods throughout: not one request fails, and
 // no stub notices (none joins again).

@@ -192,7 +192,7 @@ std::unique_ptr<NodeAgent::Joined> NodeAgent::join_as(const std::string& name,
     const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (node::unix_connect(conn, socket) != 0) ::_exit(2);
     const int handed[] = {conn};
-    if (!node::send_message(pair[1], "connected\n", handed)) ::_exit(1);
+    if (!app::send_message(pair[1], "connected\n", handed)) ::_exit(1);
     char byte;
     while (::read(pair[1], &byte, 1) > 0) {
     }
@@ -200,10 +200,10 @@ std::unique_ptr<NodeAgent::Joined> NodeAgent::join_as(const std::string& name,
   }
   ::close(pair[1]);
   auto joined = std::make_unique<Joined>();
-  if (auto m = node::receive_message(pair[0]); m && m->fds.size() == 1) {
-    joined->connection = m->fds[0];
-    if (node::send_message(joined->connection, text, fds))
-      if (auto reply = node::receive_message(joined->connection)) {
+  if (auto m = app::receive_message(pair[0]); m && m->fds.size() == 1) {
+    joined->connection = m->fds[0].release();
+    if (app::send_message(joined->connection, text, fds))
+      if (auto reply = app::receive_message(joined->connection)) {
         joined->reply = reply->text;
         reply->close_fds();
       }

@@ -1,4 +1,4 @@
-// Per-node mode's trust boundary (app/mode_node.cpp, app/node/control.h, app/node/pod_identity.h): the node,
+// Per-node mode's trust boundary (app/node/mode.cpp, app/node/control.h, app/node/pod_identity.h): the node,
 // never the pod, says who a pod is; a pod's proxy holds nothing its pod lacked and is charged to the pod;
 // only root changes the agent. Hostile peers are the test's own processes: non-root users with and without
 // DAC override, a pod naming another, connections that never join, a stub running as root.
@@ -83,8 +83,8 @@ TEST_F(NodeAgent, OnlyRootCommandsTheAgentAndAHandoverFromAnyoneElseIsRefusedWhi
   // On a pod's socket a handover is no join.
   const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   ASSERT_EQ(node::unix_connect(conn, publish(env_.at("SERVING_POD"))), 0) << std::strerror(errno);
-  ASSERT_TRUE(node::send_message(conn, "handover -\n"));
-  auto reply = node::receive_message(conn);
+  ASSERT_TRUE(app::send_message(conn, "handover -\n"));
+  auto reply = app::receive_message(conn);
   ::close(conn);
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->text.rfind("refused not a join", 0), 0u) << reply->text;
@@ -126,8 +126,8 @@ TEST_F(NodeAgent, AJoinNamingAnotherPodOrFromOutsideThePodOrAsRootIsRefused) {
     ASSERT_EQ(node::unix_connect(conn, control_), 0) << std::strerror(errno);
     std::vector<std::string> lines;
     for (const auto& [k, v] : env_a) lines.push_back(k + "=" + v);
-    ASSERT_TRUE(node::send_message(conn, node::join_text(lines), fds));
-    auto reply = node::receive_message(conn);
+    ASSERT_TRUE(app::send_message(conn, node::join_text(lines), fds));
+    auto reply = app::receive_message(conn);
     ::close(conn);
     ASSERT_TRUE(reply);
     EXPECT_EQ(reply->text, "refused unknown command \"join\"\n");

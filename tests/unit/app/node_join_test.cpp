@@ -11,17 +11,12 @@
 #include <iterator>
 #include <string>
 
+#include "tests/unit/app/seqpacket_pair.h"
+
 namespace sluice::app::node {
 namespace {
 
-struct Pair {
-  Pair() { EXPECT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd), 0); }
-  ~Pair() {
-    ::close(fd[0]);
-    ::close(fd[1]);
-  }
-  int fd[2] = {-1, -1};
-};
+using Pair = test::SeqpacketPair;
 
 TEST(NodeJoin, TheEnvironmentAndTheNamespaceArriveAsOneMessage) {
   Pair p;
@@ -37,7 +32,7 @@ TEST(NodeJoin, TheEnvironmentAndTheNamespaceArriveAsOneMessage) {
   for (std::size_t i = 0; i < 4; ++i) {
     struct stat sent {}, got {};
     ASSERT_EQ(::fstat(fds[i], &sent), 0);
-    ASSERT_EQ(::fstat(m->fds[i], &got), 0);
+    ASSERT_EQ(::fstat(m->fds[i].get(), &got), 0);
     EXPECT_EQ(sent.st_ino, got.st_ino) << "descriptor " << i << " is the same file";
   }
   EXPECT_EQ(parse_join(m->text), (std::vector<std::string>{"USER_PORT=8080", "SERVING_POD=pod-1", "EMPTY="}));

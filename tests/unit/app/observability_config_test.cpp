@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <map>
 
-#include "app/observability_config.h"
-#include "app/sidecar_config.h"
+#include "app/sidecar/observability_config.h"
+#include "app/sidecar/config.h"
 #include "common/config_error.h"
 
 namespace sluice::app {

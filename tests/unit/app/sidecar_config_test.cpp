@@ -1,4 +1,4 @@
-#include "app/sidecar_config.h"
+#include "app/sidecar/config.h"
 
 #include <gtest/gtest.h>
 
@@ -340,7 +340,7 @@ TEST(SidecarConfig, TheDefaultTlsPairIsLookedForUnderThePodsRoot) {
   EXPECT_EQ(c.tls_port, 8112);
 }
 
-// Set by the per-node agent (app/mode_node.cpp) for a pod's proxy: descriptors it was started with.
+// Set by the per-node agent (app/node/mode.cpp) for a pod's proxy: descriptors it was started with.
 TEST(SidecarConfig, HandedOverListenersAndTheAgentsChannelAreOpenDescriptors) {
   const int a = ::dup(STDOUT_FILENO), b = ::dup(STDOUT_FILENO);
   auto env = kRequired;

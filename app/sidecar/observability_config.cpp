@@ -1,7 +1,7 @@
 // Observability settings; see observability_config.h. Validation follows knative.dev/pkg/observability
 // (tracing and metrics Config.Validate); the request-log template is parsed where queue-proxy parses it,
-// when the request log is set up (app/sidecar_config.cpp).
-#include "app/observability_config.h"
+// when the request log is set up (app/sidecar/config.cpp).
+#include "app/sidecar/observability_config.h"
 
 #include <cctype>
 #include <map>

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "app/options.h"
-#include "app/readiness_config.h"
+#include "app/sidecar/readiness_config.h"
 #include "metrics/request_metrics.h"
 #include "proxy/exchange/config.h"
 #include "proxy/server/control_plane.h"
@@ -28,7 +28,7 @@ struct SidecarConfig {
   proxy::telemetry::MetricsPushConfig metrics_push;
   std::vector<std::string> not_acted_on;  // queue-proxy settings accepted but not honoured (one warning)
   std::string request_log_error;  // the template Go's Parse refuses (variable: error); request logs are off
-  // Per-node mode (app/mode_node.cpp): the listeners a predecessor handed over, and where to hand this
+  // Per-node mode (app/node/mode.cpp): the listeners a predecessor handed over, and where to hand this
   // process's on once it listens (-1: nowhere).
   std::vector<int> listen_fds;
   int node_channel = -1;

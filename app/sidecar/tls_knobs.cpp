@@ -1,6 +1,6 @@
 // Knative's TLS variables; see tls_knobs.h. The name tables carry Go's and OpenSSL's spellings of the same
 // IANA suites and groups.
-#include "app/tls_knobs.h"
+#include "app/sidecar/tls_knobs.h"
 
 #include <openssl/ssl.h>
 

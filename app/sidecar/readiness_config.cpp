@@ -1,5 +1,5 @@
 // SERVING_READINESS_PROBE; see readiness_config.h. Kubernetes' probe JSON, as Knative encodes it.
-#include "app/readiness_config.h"
+#include "app/sidecar/readiness_config.h"
 
 #include <string>
 

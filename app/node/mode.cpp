@@ -26,7 +26,7 @@
 //   old -> new  "listener\n" with the control socket's listening descriptor | "refused REASON\n"
 //   old -> new  "pod UID GID PID VOLUME\n" + the pod's environment as KEY=VALUE lines, with the stub's
 //               connection, the join's four descriptors and the proxy's listening sockets attached (one pod
-//               at a time; PID is the stub's, whose cgroups the new proxy joins)
+//               at a time; PID is the stub's, whose cgroups the new proxy joins): PodHandover, app/node/messages.h
 //   new -> old  "taken\n" once the new proxy listens | "refused REASON\n" (the old agent keeps the pod)
 #include <fcntl.h>
 #include <sched.h>
@@ -48,9 +48,9 @@
 #include "app/modes.h"
 #include "app/node/agent.h"
 #include "app/node/control.h"
-#include "app/node/join.h"
 #include "app/node/node_socket.h"
 #include "app/options.h"
+#include "app/seqpacket.h"
 #include "common/config_error.h"
 #include "common/log.h"
 #include "runtime/spawn.h"
@@ -126,7 +126,6 @@ int node_command(const AgentSettings& s, Args args) {
     std::fprintf(stderr, "sluice node %s: %s: %s\n", std::string(args[0]).c_str(), s.control_socket.c_str(), error.c_str());
     return 1;
   }
-  for (int fd : reply->fds) ::close(fd);
   std::fputs(reply->text.c_str(), stdout);
   return reply->text.rfind("refused", 0) == 0 || reply->text == "starting\n" ? 1 : 0;
 }
@@ -192,7 +191,7 @@ int run_node(Args args) {
   std::thread taking;
   if (predecessor >= 0) {
     taking = std::thread([&node, predecessor] {
-      take_pods(node, predecessor);
+      take_pods(node, runtime::Fd(predecessor));
       set_ready(node);
     });
   } else {
@@ -244,8 +243,8 @@ int run_node(Args args) {
       // peer's side, which would lose the refusal.
       node.start_thread([&node, conn] {
         if (wait_readable({conn}, node.settings.join_timeout_ms) == 0)
-          if (auto m = node::receive_message(conn)) m->close_fds();
-        node::send_message(conn, "refused only root may command the agent\n");
+          if (auto m = receive_message(conn)) m->close_fds();
+        send_message(conn, "refused only root may command the agent\n");
         ::close(conn);
       });
       continue;
@@ -272,7 +271,7 @@ int run_node(Args args) {
         continue;
       }
       told_full = false;
-      node.start_thread([&node, volume, conn] { serve_join(node, volume, conn); });
+      node.start_thread([&node, volume, conn] { serve_join(node, volume, runtime::Fd(conn)); });
     }
   }
   const bool handed_over = ready == kHandover;

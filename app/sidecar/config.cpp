@@ -1,5 +1,5 @@
-// Sidecar configuration; see sidecar_config.h. Names and meanings follow Knative's queue-proxy.
-#include "app/sidecar_config.h"
+// Sidecar configuration; see config.h. Names and meanings follow Knative's queue-proxy.
+#include "app/sidecar/config.h"
 
 #include <fcntl.h>
 
@@ -10,8 +10,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
 
-#include "app/observability_config.h"
-#include "app/tls_knobs.h"
+#include "app/sidecar/observability_config.h"
+#include "app/sidecar/tls_knobs.h"
 #include "common/config_error.h"
 #include "common/listen.h"
 #include "common/log.h"

@@ -16,8 +16,8 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "app/modes.h"
-#include "app/node/join.h"
-#include "app/sidecar_config.h"
+#include "app/sidecar/config.h"
+#include "app/sidecar/node_channel.h"
 #include "common/listen.h"
 #include "common/log.h"
 #include "proxy/server/control_plane.h"
@@ -134,7 +134,7 @@ int run_sidecar(Args args) {
   if (cfg.node_channel >= 0) {
     // Per-node mode: the agent keeps the sockets, to hand them to this proxy's successor when it restarts.
     const auto fds = net::listening_descriptors();
-    if (!app::node::send_message(cfg.node_channel, "listening\n", fds))
+    if (!send_message(cfg.node_channel, encode_listening(fds)))
       log::warn("the listening sockets could not be handed to the node agent").kv("error", std::strerror(errno));
     ::close(cfg.node_channel);
   }
