@@ -11,7 +11,7 @@
 #include <iterator>
 #include <string>
 
-#include "tests/unit/app/seqpacket_pair.h"
+#include "tests/unit/app/node/seqpacket_pair.h"
 
 namespace sluice::app::node {
 namespace {

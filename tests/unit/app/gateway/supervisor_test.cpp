@@ -15,8 +15,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "app/gateway/supervisor.h"
-#include "tests/unit/app/fake_runtime.h"
-#include "tests/unit/app/gateway_test_support.h"
+#include "tests/unit/app/gateway/fake_runtime.h"
+#include "tests/unit/app/gateway/test_support.h"
 
 namespace sluice::app::gateway {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "app/node/join.h"
 #include "app/sidecar/node_channel.h"
-#include "tests/unit/app/seqpacket_pair.h"
+#include "tests/unit/app/node/seqpacket_pair.h"
 
 namespace sluice::app::node {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "app/gateway/config.h"
 #include "common/config_error.h"
-#include "tests/unit/app/yaml_error.h"
+#include "tests/unit/app/gateway/yaml_error.h"
 
 namespace sluice::app::gateway {
 namespace {

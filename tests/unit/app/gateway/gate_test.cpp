@@ -12,7 +12,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "app/gateway/gate.h"
-#include "tests/unit/app/gateway_test_support.h"
+#include "tests/unit/app/gateway/test_support.h"
 
 namespace sluice::app::gateway {
 namespace {

@@ -15,8 +15,8 @@
 #include <boost/json.hpp>
 
 #include "app/gateway/fleet.h"
-#include "tests/unit/app/fake_runtime.h"
-#include "tests/unit/app/gateway_test_support.h"
+#include "tests/unit/app/gateway/fake_runtime.h"
+#include "tests/unit/app/gateway/test_support.h"
 
 namespace sluice::app::gateway {
 namespace {

@@ -9,7 +9,7 @@
 #include "app/gateway/yaml_fields.h"
 #include "runtime/spawn.h"
 #include "common/config_error.h"
-#include "tests/unit/app/yaml_error.h"
+#include "tests/unit/app/gateway/yaml_error.h"
 
 namespace sluice::app::gateway {
 namespace {
