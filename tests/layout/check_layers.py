@@ -4,9 +4,10 @@
     /usr/bin/python3 tests/layout/check_layers.py [ROOT] [LAYERS]...
     /usr/bin/python3 tests/layout/check_layers.py --self-test
 
-A layers file (default: proxy/layers.txt under ROOT, the repository this script is in) names the folders of
-one directory, lowest first, one rank a line; folders named on the same line are siblings. `#` starts a
-comment. Its first non-comment line is `dir: PATH`, the directory it describes (relative to ROOT).
+A layers file (default: layers.txt and proxy/layers.txt under ROOT, the repository this script is in) names
+the folders of one directory, lowest first, one rank a line; folders named on the same line are siblings.
+`#` starts a comment. Its first non-comment line is `dir: PATH`, the directory it describes (relative to
+ROOT; `.` for ROOT itself, where only the named folders are read: tests, benches and builds stand outside).
 
 Every .h and .cpp file under that directory belongs to the folder named for the longest prefix of its path
 (proxy/codec/h1/message.cpp: `codec/h1`; proxy/telemetry/proto/x.h: `telemetry`). Each of its
@@ -29,7 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_LAYERS = ["proxy/layers.txt"]
+DEFAULT_LAYERS = ["layers.txt", "proxy/layers.txt"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCES = (".h", ".cpp")
 
@@ -45,7 +46,7 @@ def read_layers(path):
             if directory is None:
                 if not line.startswith("dir:"):
                     raise ValueError(f"{path}: the first line must be `dir: PATH`, not {line!r}")
-                directory = line[len("dir:"):].strip().strip("/")
+                directory = line[len("dir:"):].strip().strip("/") or "."
                 continue
             ranks.append(line.split())
     if directory is None or not ranks:
@@ -71,17 +72,20 @@ def check(root, layers_path):
             rank_of[name] = rank
     findings = []
     base = os.path.join(root, directory)
+    prefix = "" if directory == "." else directory + "/"
     for name in rank_of:
         if not os.path.isdir(os.path.join(base, name)):
             findings.append(f"{os.path.relpath(layers_path, root)}: {name}: no such folder in {directory}/")
-    for dirpath, dirnames, filenames in os.walk(base):
+    tops = [base] if directory != "." else [os.path.join(base, n) for n in sorted(rank_of) if "/" not in n]
+    walked = [w for top in tops for w in os.walk(top)]
+    for dirpath, dirnames, filenames in walked:
         dirnames.sort()
         for filename in sorted(filenames):
             if not filename.endswith(SOURCES):
                 continue
             path = os.path.join(dirpath, filename)
             rel = os.path.relpath(path, base).replace(os.sep, "/")
-            shown = f"{directory}/{rel}"
+            shown = prefix + rel
             mine = folder_of(rel, rank_of)
             if mine is None:
                 findings.append(f"{shown}:1: in no folder that {os.path.relpath(layers_path, root)} ranks")
@@ -89,10 +93,12 @@ def check(root, layers_path):
             with open(path, encoding="utf-8", errors="replace") as f:
                 for number, line in enumerate(f, 1):
                     m = INCLUDE.match(line)
-                    if not m or not m.group(1).startswith(directory + "/"):
+                    if not m or not m.group(1).startswith(prefix):
                         continue
-                    target = m.group(1)[len(directory) + 1:]
+                    target = m.group(1)[len(prefix):]
                     theirs = folder_of(target, rank_of)
+                    if theirs is None and directory == ".":
+                        continue  # a header beside the source, or a generated or system one
                     if theirs is None:
                         findings.append(f"{shown}:{number}: includes {m.group(1)}, in no ranked folder")
                     elif theirs != mine and rank_of[theirs] >= rank_of[mine]:
@@ -133,7 +139,12 @@ def self_test():
     for layers_rel in DEFAULT_LAYERS:
         directory, ranks = read_layers(os.path.join(REPO, layers_rel))
         with tempfile.TemporaryDirectory() as tmp:
-            shutil.copytree(os.path.join(REPO, directory), os.path.join(tmp, directory))
+            if directory == ".":
+                for names in ranks:
+                    for name in names:
+                        shutil.copytree(os.path.join(REPO, name), os.path.join(tmp, name))
+            else:
+                shutil.copytree(os.path.join(REPO, directory), os.path.join(tmp, directory))
             lowest, highest = ranks[0][0], ranks[-1][0]
             victim = None
             for dirpath, _, filenames in sorted(os.walk(os.path.join(tmp, directory, lowest))):
