@@ -1,96 +1,64 @@
-// Readiness polling with plain non-blocking sockets: it runs before any event loop may exist for the instance.
+// Readiness polling through the HTTP/1.1 client's blocking form (common/http_client.h): it runs before any
+// event loop may exist for the instance, so each try runs on an io_context of its own.
 #include "runtime/readiness.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 
-#include "runtime/fd.h"
+#include "common/http_client.h"
 
 namespace sluice::runtime {
 namespace {
 
 using Steady = std::chrono::steady_clock;
 
-int remaining_ms(Steady::time_point until) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Steady::now()).count();
-  return left < 0 ? 0 : static_cast<int>(left);
-}
-
-bool wait_fd(int fd, short events, Steady::time_point until) {
-  pollfd p{fd, events, 0};
-  int rc;
-  do {
-    rc = ::poll(&p, 1, remaining_ms(until));
-  } while (rc < 0 && errno == EINTR);
-  return rc > 0;
-}
-
-bool fail(std::string& error, const std::string& what, int err) {
-  error = what + ": " + std::strerror(err);
-  return false;
+// A failed try in the words the instance's log has always used: "connect: Connection refused",
+// "http: status 503".
+std::string describe(const net::HttpReply& reply, const ReadinessProbe& probe) {
+  switch (reply.stage) {
+    case net::HttpStage::connect:
+      return "connect: " + (reply.timed_out() ? std::string("timed out") : reply.error.message());
+    case net::HttpStage::write:
+      return "send: " + (reply.timed_out() ? std::string("timed out") : reply.error.message());
+    case net::HttpStage::read:
+      if (reply.timed_out()) return "http: no status line within " + std::to_string(probe.try_timeout.count()) + " ms";
+      if (reply.closed_early()) return "http: connection closed before a status line";
+      return "http: " + reply.error.message();
+    case net::HttpStage::done:
+      break;
+  }
+  return "http: status " + std::to_string(reply.response.result_int());
 }
 
 }  // namespace
 
 bool probe_once(const ReadinessProbe& probe, std::string& error) {
-  auto until = Steady::now() + probe.try_timeout;
+  const auto deadline = Steady::now() + probe.try_timeout;
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* res = nullptr;
-  std::string port = std::to_string(probe.port);
-  if (int rc = ::getaddrinfo(probe.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+  if (int rc = ::getaddrinfo(probe.host.c_str(), std::to_string(probe.port).c_str(), &hints, &res); rc != 0) {
     error = "resolve " + probe.host + ": " + ::gai_strerror(rc);
     return false;
   }
-  Fd sock(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  int rc = sock.get() < 0 ? -1 : ::connect(sock.get(), res->ai_addr, res->ai_addrlen);
-  int err = errno;
+  net::tcp::endpoint endpoint;
+  std::memcpy(endpoint.data(), res->ai_addr, res->ai_addrlen);
+  endpoint.resize(res->ai_addrlen);
   ::freeaddrinfo(res);
-  if (sock.get() < 0) return fail(error, "socket", err);
-  if (rc != 0 && err != EINPROGRESS) return fail(error, "connect", err);
-  if (rc != 0) {
-    if (!wait_fd(sock.get(), POLLOUT, until)) {
-      error = "connect: timed out";
-      return false;
-    }
-    socklen_t len = sizeof err;
-    ::getsockopt(sock.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) return fail(error, "connect", err);
-  }
-  if (probe.http_path.empty()) return true;
-  std::string req = "GET " + probe.http_path + " HTTP/1.1\r\nHost: " + probe.host + ":" + port +
-                    "\r\nUser-Agent: kube-probe//\r\nConnection: close\r\n\r\n";
-  if (::send(sock.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
-    return fail(error, "send", errno);
-  std::string head;
-  char buf[512];
-  while (head.find("\r\n") == std::string::npos) {
-    if (!wait_fd(sock.get(), POLLIN, until)) {
-      error = "http: no status line within " + std::to_string(probe.try_timeout.count()) + " ms";
-      return false;
-    }
-    ssize_t n = ::recv(sock.get(), buf, sizeof buf, 0);
-    if (n <= 0) {
-      error = "http: connection closed before a status line";
-      return false;
-    }
-    head.append(buf, static_cast<size_t>(n));
-  }
-  // "HTTP/1.1 200 OK": the code sits after the first space.
-  auto sp = head.find(' ');
-  int code = sp == std::string::npos ? 0 : std::atoi(head.c_str() + sp + 1);
-  if (code >= 200 && code < 400) return true;
-  error = "http: status " + std::to_string(code);
+  // Empty: the connection is the answer (a TCP probe).
+  const std::string head = probe.http_path.empty()
+                               ? std::string()
+                               : "GET " + probe.http_path + " HTTP/1.1\r\nHost: " +
+                                     net::host_field(probe.host, static_cast<unsigned>(probe.port)) +
+                                     "\r\nUser-Agent: kube-probe//\r\nConnection: close\r\n\r\n";
+  auto reply = net::http_fetch_blocking(endpoint, head, {}, {.read_body = false}, deadline);
+  const unsigned status = reply.response.result_int();
+  if (reply.ok() && (head.empty() || (status >= 200 && status < 400))) return true;
+  error = describe(reply, probe);
   return false;
 }
 

@@ -1,45 +1,32 @@
-// The Stat scrape over Beast: connect, one request, one response, all under one deadline.
+// The Stat scrape: one GET through the HTTP/1.1 client (common/http_client.h), all under one deadline.
 #include "scaler/stat_scrape.h"
 
+#include "common/http_client.h"
 #include "metrics/stat.pb.h"
 
 namespace sluice::scaler {
 namespace {
 
-namespace beast = net::beast;
 namespace http = net::http;
-using net::use_nothrow;
 
-ScrapeResult failure(std::string reason, const boost::system::error_code& ec) {
-  const bool timed_out = ec == beast::error::timeout;
-  return {.reason = timed_out ? "timeout" : std::move(reason), .detail = ec.message()};
+ScrapeResult failure(const net::HttpReply& reply) {
+  if (reply.timed_out()) return {.reason = "timeout", .detail = reply.error.message()};
+  const char* step = reply.stage == net::HttpStage::connect ? "connect"
+                     : reply.stage == net::HttpStage::write ? "write"
+                                                            : "read";
+  return {.reason = step, .detail = reply.error.message()};
 }
 
 }  // namespace
 
 asio::awaitable<ScrapeResult> scrape_stat(tcp::endpoint endpoint, std::chrono::milliseconds timeout) {
-  beast::tcp_stream stream(co_await asio::this_coro::executor);
-  stream.expires_after(timeout);
-  if (auto [ec] = co_await stream.async_connect(endpoint, use_nothrow); ec) co_return failure("connect", ec);
+  const std::string head = "GET /metrics HTTP/1.1\r\nHost: " +
+                           net::host_field(endpoint.address().to_string(), endpoint.port()) +
+                           "\r\nAccept: application/protobuf\r\nUser-Agent: sluice-autoscaler\r\n\r\n";
+  auto reply = co_await net::http_fetch(endpoint, head, {}, {.body_bytes = kMaxStatBytes}, net::Clock::now() + timeout);
+  if (!reply.ok()) co_return failure(reply);
 
-  http::request<http::empty_body> request{http::verb::get, "/metrics", 11};
-  const auto address = endpoint.address();
-  request.set(http::field::host, (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) + ":" +
-                                     std::to_string(endpoint.port()));
-  request.set(http::field::accept, "application/protobuf");
-  request.set(http::field::user_agent, "sluice-autoscaler");
-  if (auto [ec, n] = co_await http::async_write(stream, request, use_nothrow); ec) co_return failure("write", ec);
-
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxStatBytes);
-  if (auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow); ec) {
-    co_return failure("read", ec);
-  }
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-
-  const auto& response = parser.get();
+  const auto& response = reply.response;
   if (response.result() != http::status::ok) {
     co_return ScrapeResult{.reason = "status", .detail = "HTTP " + std::to_string(response.result_int())};
   }

@@ -4,6 +4,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include "common/ascii.h"
+#include "common/http_client.h"
 #include "proxy/control/grpc_health_probe.h"
 #include "proxy/io/tls_client.h"
 
@@ -14,17 +15,13 @@ constexpr Millis kAggressiveInterval{50};
 constexpr Millis kAggressiveTryTimeout{100};
 constexpr Millis kAggressiveBudget{10'000};
 
-std::string host_port(const ReadinessProbeConfig& c) {
-  const bool v6 = c.host.find(':') != std::string::npos;
-  return (v6 ? "[" + c.host + "]" : c.host) + ":" + std::to_string(c.port);
-}
-
 // The request Go's http.Client writes for queue-proxy: Host from the URL (a Host entry of httpHeaders is
 // ignored: Go takes Request.Host, never Header["Host"]), User-Agent kube-probe// (the prober never sets the
 // Kubernetes version; a User-Agent of httpHeaders comes second and Go writes the first), the other headers,
 // then the transport's Connection: close (keep-alives off) and Accept-Encoding: gzip.
 std::string probe_request(const ReadinessProbeConfig& c) {
-  std::string req = "GET " + c.path + " HTTP/1.1\r\nHost: " + host_port(c) + "\r\nUser-Agent: kube-probe//\r\n";
+  std::string req = "GET " + c.path + " HTTP/1.1\r\nHost: " + net::host_field(c.host, c.port) +
+                    "\r\nUser-Agent: kube-probe//\r\n";
   bool close_asked = false, encoding_asked = false;
   for (const auto& [name, value] : c.headers) {
     if (iequals(name, "Host") || iequals(name, "User-Agent") || iequals(name, "Content-Length") ||
@@ -39,30 +36,22 @@ std::string probe_request(const ReadinessProbeConfig& c) {
   return req + "\r\n";
 }
 
+// The status is all that counts (200-399, as Go's prober), so the body is never read.
 template <class Stream>
-asio::awaitable<bool> http_get(Stream& stream, const ReadinessProbeConfig& c) {
-  const auto req = probe_request(c);
-  auto [wec, wn] = co_await asio::async_write(stream, asio::buffer(req), use_nothrow);
-  (void)wn;
-  if (wec) co_return false;
-  beast::flat_buffer buffer;
-  http::response_parser<http::empty_body> parser;
-  parser.skip(true);  // the status is all that counts
-  auto [rec, rn] = co_await http::async_read_header(stream, buffer, parser, use_nothrow);
-  (void)rn;
-  if (rec) co_return false;
-  unsigned status = parser.get().result_int();
-  co_return status >= 200 && status < 400;
+asio::awaitable<bool> http_get(Stream& stream, const ReadinessProbeConfig& c, Clock::time_point deadline) {
+  auto reply = co_await net::http_exchange(stream, probe_request(c), {}, {.read_body = false}, deadline);
+  const unsigned status = reply.response.result_int();
+  co_return reply.ok() && status >= 200 && status < 400;
 }
 
 // queue-proxy's HTTPS probe goes through a clone of Go's http.DefaultTransport with no TLS config of its
 // own (knative.dev/pkg/network NewProberTransport): the app's certificate must chain to the system's
 // roots (SSL_CERT_FILE / SSL_CERT_DIR honoured) and name the probe's host (an IP address: no SNI), TLS 1.2
 // at least, HTTP/1.1 without ALPN. A self-signed certificate fails the probe there, and so it does here.
-asio::awaitable<bool> https_get(tcp::socket& socket, const ReadinessProbeConfig& c, Millis timeout) {
-  auto tls = co_await tls_client_handshake(std::move(socket), c.host, "", Clock::now() + timeout);
+asio::awaitable<bool> https_get(tcp::socket& socket, const ReadinessProbeConfig& c, Clock::time_point deadline) {
+  auto tls = co_await tls_client_handshake(std::move(socket), c.host, "", deadline);
   if (!tls.stream) co_return false;
-  co_return co_await http_get(*tls.stream, c);
+  co_return co_await http_get(*tls.stream, c, deadline);
 }
 
 asio::awaitable<bool> probe_app(const ReadinessProbeConfig& c, Millis timeout) {
@@ -75,16 +64,16 @@ asio::awaitable<bool> probe_app(const ReadinessProbeConfig& c, Millis timeout) {
     c.netns.open(socket, address.is_v6() ? tcp::v6() : tcp::v4(), ec);
     if (ec) co_return false;
   }
-  auto [cec] = co_await socket.async_connect(tcp::endpoint(address, c.port), use_nothrow);
-  if (cec) co_return false;
+  const auto deadline = Clock::now() + timeout;
+  if (co_await net::connect_by(socket, tcp::endpoint(address, c.port), deadline)) co_return false;
   switch (c.kind) {
     case ReadinessProbeConfig::Kind::tcp_connect:
       co_return true;
     case ReadinessProbeConfig::Kind::http_get:
       // Not `c.https ? co_await ... : co_await ...`: GCC 12 evaluates both arms of a conditional whose
       // arms await (it sent a TLS hello to a plain HTTP app first).
-      if (c.https) co_return co_await https_get(socket, c, timeout);
-      co_return co_await http_get(socket, c);
+      if (c.https) co_return co_await https_get(socket, c, deadline);
+      co_return co_await http_get(socket, c, deadline);
     case ReadinessProbeConfig::Kind::grpc_health:
       co_return co_await grpc_health_check(socket, c, timeout);
     case ReadinessProbeConfig::Kind::never_passes:

@@ -1,7 +1,5 @@
-// OTLP/HTTP and Zipkin: an HTTP/1.1 POST on a kept-alive connection (TLS for an https:// endpoint); the
-// answer's status decides.
-#include <charconv>
-
+// OTLP/HTTP and Zipkin: an HTTP/1.1 POST on a kept-alive connection (TLS for an https:// endpoint) through
+// the one HTTP/1.1 client (common/http_client.h); the answer's status decides.
 #include "proxy/telemetry/grpc_transport.h"
 #include "proxy/telemetry/transport.h"
 
@@ -23,11 +21,21 @@ class HttpTransport final : public ExportTransport {
   bool attempt(std::string_view body, ExportClock::time_point deadline, std::string& error) {
     if (socket_.is_open() && !idle_and_open()) socket_.close();  // the collector closed it while idle
     if (!socket_.is_open() && !socket_.connect(endpoint_, "http/1.1", deadline, error)) return false;
-    std::string head = "POST " + endpoint_.path + " HTTP/1.1\r\nHost: " + endpoint_.host + ":" +
-                       std::to_string(endpoint_.port) + "\r\nContent-Type: " + content_type_ +
+    std::string head = "POST " + endpoint_.path + " HTTP/1.1\r\nHost: " +
+                       net::host_field(endpoint_.host, endpoint_.port) + "\r\nContent-Type: " + content_type_ +
                        "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nUser-Agent: sluice\r\n\r\n";
-    if (!socket_.write_all(head, deadline, error) || !socket_.write_all(body, deadline, error)) return false;
-    return read_response(deadline, error);
+    // The body is read to its end (by Content-Length, chunks or the close) so the connection can go on.
+    auto reply = socket_.http_exchange(head, body, {.head_bytes = 65536, .body_bytes = std::nullopt}, deadline);
+    if (!reply.ok()) {
+      error = describe(reply);
+      return false;
+    }
+    if (!reply.reusable) socket_.close();
+    if (const unsigned status = reply.response.result_int(); status < 200 || status > 299) {
+      error = "collector answered " + std::to_string(status);
+      return false;
+    }
+    return true;
   }
 
   // A kept connection is usable when nothing arrived on it since the last response (not even its close).
@@ -37,58 +45,13 @@ class HttpTransport final : public ExportTransport {
     return socket_.read_some(&c, 1, ExportClock::now(), error) < 0 && error == "timed out";
   }
 
-  // The status, then the body by Content-Length (or chunked, or to the close) so the connection can go on.
-  bool read_response(ExportClock::time_point deadline, std::string& error) {
-    std::string in;
-    char buf[4096];
-    std::size_t head_end;
-    while ((head_end = in.find("\r\n\r\n")) == std::string::npos) {
-      long n = socket_.read_some(buf, sizeof buf, deadline, error);
-      if (n <= 0) {
-        if (n == 0) error = "connection closed before a response";
-        return false;
-      }
-      in.append(buf, static_cast<std::size_t>(n));
-      if (in.size() > 65536) {
-        error = "response head too large";
-        return false;
-      }
-    }
-    int status = 0;
-    if (in.size() < 12 || in.compare(0, 5, "HTTP/") != 0) {
-      error = "not an HTTP response";
-      return false;
-    }
-    std::from_chars(in.data() + 9, in.data() + 12, status);
-    std::string head = in.substr(0, head_end);
-    for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string rest = in.substr(head_end + 4);
-    bool keep = head.find("\r\nconnection: close") == std::string::npos;
-    if (auto p = head.find("\r\ncontent-length:"); p != std::string::npos) {
-      std::size_t length = 0;
-      auto v = head.data() + p + 17;
-      while (*v == ' ') ++v;
-      std::from_chars(v, head.data() + head.size(), length);
-      while (rest.size() < length) {
-        long n = socket_.read_some(buf, sizeof buf, deadline, error);
-        if (n <= 0) return false;
-        rest.append(buf, static_cast<std::size_t>(n));
-      }
-    } else if (head.find("\r\ntransfer-encoding: chunked") != std::string::npos) {
-      while (rest.find("0\r\n\r\n") == std::string::npos) {
-        long n = socket_.read_some(buf, sizeof buf, deadline, error);
-        if (n <= 0) return false;
-        rest.append(buf, static_cast<std::size_t>(n));
-      }
-    } else if (status != 204 && status != 304) {
-      keep = false;  // delimited by the close
-    }
-    if (!keep) socket_.close();
-    if (status < 200 || status > 299) {
-      error = "collector answered " + std::to_string(status);
-      return false;
-    }
-    return true;
+  // A failed exchange for the export's log line.
+  static std::string describe(const net::HttpReply& reply) {
+    if (reply.timed_out()) return "timed out";
+    if (reply.closed_early()) return "connection closed before a response";
+    if (reply.error == net::http::error::header_limit) return "response head too large";
+    if (reply.malformed()) return "not an HTTP response";
+    return reply.error.message();
   }
 
   Endpoint endpoint_;

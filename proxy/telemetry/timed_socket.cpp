@@ -123,6 +123,25 @@ bool TimedSocket::write_all(std::string_view data, ExportClock::time_point deadl
   return !ec;
 }
 
+net::HttpReply TimedSocket::http_exchange(std::string_view head, std::string_view body, const net::HttpLimits& limits,
+                                          ExportClock::time_point deadline) {
+  auto& c = *conn_;
+  net::HttpReply reply;
+  // Bounded like the handshake: the exchange races a timer of its own to the deadline.
+  c.io.restart();
+  asio::co_spawn(
+      c.io,
+      [&]() -> asio::awaitable<void> {
+        if (c.tls)
+          reply = co_await net::http_exchange(*c.tls, head, body, limits, deadline);
+        else
+          reply = co_await net::http_exchange(c.plain, head, body, limits, deadline);
+      },
+      asio::detached);
+  c.io.run();
+  return reply;
+}
+
 long TimedSocket::read_some(char* buf, std::size_t size, ExportClock::time_point deadline, std::string& error) {
   auto& c = *conn_;
   auto [ec, n] = c.run(

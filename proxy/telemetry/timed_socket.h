@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/http_client.h"
 #include "proxy/telemetry/config.h"
 
 namespace sluice::proxy::telemetry {
@@ -30,6 +31,9 @@ class TimedSocket {
   // Reads what is there (waiting for some); 0 means the peer closed; -1 an error or the deadline (then
   // `error` is "timed out").
   long read_some(char* buf, std::size_t size, ExportClock::time_point deadline, std::string& error);
+  // One HTTP/1.1 exchange on the connection through the one client (common/http_client.h), by `deadline`.
+  net::HttpReply http_exchange(std::string_view head, std::string_view body, const net::HttpLimits& limits,
+                               ExportClock::time_point deadline);
   bool is_open() const;
   void close();
 
