@@ -71,9 +71,8 @@ int serve() {
 #endif
 
   auto services = sluice::csi::make_services(settings, [control](const std::string& command, std::string& error) {
-    int conn = -1;
+    runtime::Fd conn;
     auto reply = app::node::control_command(control, command, error, conn);
-    if (conn >= 0) ::close(conn);
     if (!reply) return std::string();
     return reply->text;
   });

@@ -3,6 +3,8 @@
 // retries); no agent answering is UNAVAILABLE.
 #include "csi/plugin.h"
 
+#include "app/node/control.h"
+#include "app/node/replies.h"
 #include "common/log.h"
 #include "csi/csi.grpc.pb.h"
 #include "csi/registration.grpc.pb.h"
@@ -25,11 +27,9 @@ bool plain(const std::string& s) { return !s.empty() && s.find_first_of(" \n\r\t
 
 grpc::Status agent_status(const std::string& reply, const std::string& error) {
   if (reply.empty()) return {grpc::StatusCode::UNAVAILABLE, "the node agent did not answer: " + error};
-  if (reply.rfind("refused ", 0) == 0) {
-    std::string reason = reply.substr(8);
-    if (!reason.empty() && reason.back() == '\n') reason.pop_back();
-    return {grpc::StatusCode::FAILED_PRECONDITION, "the node agent refused: " + reason};
-  }
+  const auto answer = app::node::decode_reply(reply);
+  if (const auto* r = std::get_if<app::node::Reply>(&answer); r && r->is(app::node::ReplyWord::refused))
+    return {grpc::StatusCode::FAILED_PRECONDITION, "the node agent refused: " + r->detail};
   return grpc::Status::OK;
 }
 
@@ -124,13 +124,17 @@ std::variant<std::string, grpc::Status> publish_command(const ::csi::v1::NodePub
                         "needs podInfoOnMount: true");
   for (const auto* s : {&r.volume_id(), &ns, &name, &uid, &r.target_path()})
     if (!plain(*s)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "\"" + *s + "\": empty, or with a space or line break");
-  return "publish " + r.volume_id() + " " + ns + " " + name + " " + uid + " " + r.target_path() + "\n";
+  app::node::Publication p;
+  p.volume = r.volume_id();
+  p.pod = {.namespace_name = ns, .name = name, .uid = uid};
+  p.target = r.target_path();
+  return app::node::encode_control_command(app::node::PublishCommand{std::move(p)});
 }
 
 std::variant<std::string, grpc::Status> unpublish_command(const ::csi::v1::NodeUnpublishVolumeRequest& r) {
   if (!plain(r.volume_id()) || !plain(r.target_path()))
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the volume id and target path are required, without spaces");
-  return "unpublish " + r.volume_id() + " " + r.target_path() + "\n";
+  return app::node::encode_control_command(app::node::UnpublishCommand{r.volume_id(), r.target_path()});
 }
 
 Services make_services(const PluginSettings& settings, AgentCall agent) {

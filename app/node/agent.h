@@ -46,7 +46,7 @@ class PodService;
 // A pod's socket, made when the kubelet published its volume.
 struct Published {
   Publication publication;
-  int listener = -1;
+  runtime::Fd listener;
   unsigned unjoined = 0;           // connections accepted that have not joined yet
   PodService* service = nullptr;   // the pod's, once joined
 };
@@ -60,14 +60,14 @@ struct Node {
   int threads = 0;             // connection threads still running
   bool stopping = false;       // SIGTERM: every pod drains
   bool ready = false;          // holds every pod it was handed
-  int control = -1;            // the control socket
+  runtime::Fd control;         // the control socket (listening)
   std::map<std::string, Published> published;  // by volume id
-  const int changed = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);  // the pods' sockets changed: poll anew
+  const runtime::Fd changed{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};  // the pods' sockets changed: poll anew
 
   // Readable (for good) once a successor asked for a handover: every serving pod then goes to it.
-  const int handover = ::eventfd(0, EFD_CLOEXEC);
+  const runtime::Fd handover{::eventfd(0, EFD_CLOEXEC)};
   std::mutex successor_mu;  // one pod at a time on the successor's connection
-  int successor = -1;
+  runtime::Fd successor;    // that connection, once a successor asked
 
   Zygote zygote;  // what pods' proxies are forked from (app/node/zygote.h)
 
@@ -108,10 +108,10 @@ void republish_recorded(Node& node);
 // The agent holds every pod it was handed: SLUICE_NODE_READY_FILE is written.
 void set_ready(Node& node);
 // A command on the control socket, from root (checked before this is called).
-void serve_control(Node& node, int conn);
-// The control socket a running agent hands over, or -1 when none runs there. Throws when one runs and
-// refuses, but for an older generation's agent (a DaemonSet's restarted old pod), which idles instead:
-// `older` is set.
-int take_over_from_running_agent(const AgentSettings& s, int& predecessor, bool& older);
+void serve_control(Node& node, runtime::Fd conn);
+// The control socket a running agent hands over (`predecessor` gets the connection its pods come on), or
+// none when no agent runs there. Throws when one runs and refuses, but for an older generation's agent (a
+// DaemonSet's restarted old pod), which idles instead: `older` is set.
+runtime::Fd take_over_from_running_agent(const AgentSettings& s, runtime::Fd& predecessor, bool& older);
 
 }  // namespace sluice::app::node

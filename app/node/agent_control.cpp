@@ -6,12 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "app/node/agent.h"
 #include "app/node/control.h"
 #include "app/node/node_socket.h"
+#include "app/node/replies.h"
 #include "app/seqpacket.h"
 #include "common/config_error.h"
 #include "common/log.h"
@@ -37,13 +37,13 @@ std::string publish(Node& node, const node::Publication& p) {
     return "this agent serves " + std::to_string(node.settings.max_pods) + " pods already (SLUICE_NODE_MAX_PODS)";
   std::string error;
   if (!node::save_record(node.settings.state_dir, p, error)) return error;
-  const int fd = node::make_pod_socket(p, error);
-  if (fd < 0) {
+  runtime::Fd fd(node::make_pod_socket(p, error));
+  if (!fd) {
     node::remove_record(node.settings.state_dir, p.volume);
     return error;
   }
-  node.published[p.volume] = Published{p, fd, 0, nullptr};
-  ::eventfd_write(node.changed, 1);
+  node.published[p.volume] = Published{p, std::move(fd), 0, nullptr};
+  ::eventfd_write(node.changed.get(), 1);
   log::info("pod published").kv("pod", p.pod.namespace_name + "/" + p.pod.name).kv("uid", p.pod.uid)
       .kv("volume", p.volume).kv("socket", p.socket_path());
   return {};
@@ -54,12 +54,11 @@ void unpublish(Node& node, const std::string& volume, const std::string& target)
   std::string dir = target;
   if (auto it = node.published.find(volume); it != node.published.end()) {
     dir = it->second.publication.target;
-    ::close(it->second.listener);
     if (it->second.service) end_pod(*it->second.service);
     log::info("pod unpublished").kv("pod", it->second.publication.pod.namespace_name + "/" + it->second.publication.pod.name)
         .kv("volume", volume);
-    node.published.erase(it);
-    ::eventfd_write(node.changed, 1);
+    node.published.erase(it);  // its socket closes with it
+    ::eventfd_write(node.changed.get(), 1);
   }
   node::remove_record(node.settings.state_dir, volume);
   if (!dir.empty() && dir.front() == '/') {
@@ -80,15 +79,15 @@ void republish_recorded(Node& node) {
       continue;
     }
     std::string error;
-    const int fd = node::make_pod_socket(p, error);
-    if (fd < 0) {
+    runtime::Fd fd(node::make_pod_socket(p, error));
+    if (!fd) {
       log::error("a recorded pod's socket could not be made").kv("volume", p.volume).kv("error", error);
       continue;
     }
     std::lock_guard lock(node.mu);
-    node.published[p.volume] = Published{p, fd, 0, nullptr};
+    node.published[p.volume] = Published{p, std::move(fd), 0, nullptr};
   }
-  ::eventfd_write(node.changed, 1);
+  ::eventfd_write(node.changed.get(), 1);
 }
 
 void set_ready(Node& node) {
@@ -103,84 +102,72 @@ void set_ready(Node& node) {
 }
 
 // A command on the control socket, from root (checked before this is called).
-void serve_control(Node& node, int conn) {
+void serve_control(Node& node, runtime::Fd conn) {
   std::optional<Message> m;
-  if (wait_readable({conn}, node.settings.join_timeout_ms) == 0) m = receive_message(conn);
-  if (!m) {
-    ::close(conn);
+  if (wait_readable({conn.get()}, node.settings.join_timeout_ms) == 0) m = receive_message(conn.get());
+  if (!m) return;
+  m->close_fds();
+  auto decoded = decode_control_command(m->text);
+  if (auto* refusal = std::get_if<std::string>(&decoded)) {
+    send_message(conn.get(), encode_reply(ReplyWord::refused, *refusal));
     return;
   }
-  m->close_fds();
-  std::istringstream in(m->text);
-  std::string word;
-  in >> word;
-  if (word == "handover") {
-    std::string generation;
-    in >> generation;
-    const long theirs = generation_number(generation), ours = generation_number(node.settings.generation);
+  auto& command = std::get<ControlCommand>(decoded);
+  if (auto* handover = std::get_if<HandoverCommand>(&command)) {
+    const long theirs = generation_number(handover->generation), ours = generation_number(node.settings.generation);
     std::lock_guard lock(node.successor_mu);
     std::string refusal;
-    if (node.successor >= 0) refusal = "another agent is taking over already";
+    if (node.successor) refusal = "another agent is taking over already";
     else if (theirs >= 0 && ours >= 0 && theirs < ours)
       refusal = "generation " + std::to_string(theirs) + " is older than this agent's " + std::to_string(ours);
     if (!refusal.empty()) {
       log::warn("handover refused").kv("reason", refusal);
-      send_message(conn, "refused " + refusal + "\n");
-      ::close(conn);
+      send_message(conn.get(), encode_reply(ReplyWord::refused, refusal));
       return;
     }
-    const int fds[] = {node.control};
-    if (!send_message(conn, "listener\n", fds)) {
-      ::close(conn);
-      return;
-    }
+    const int fds[] = {node.control.get()};
+    if (!send_message(conn.get(), encode_reply(ReplyWord::listener), fds)) return;
     log::info("a new agent is taking over: handing it every pod");
-    node.successor = conn;
-    ::eventfd_write(node.handover, 1);
+    node.successor = std::move(conn);  // the pods go over it (PodService::hand_over); closed once all went
+    ::eventfd_write(node.handover.get(), 1);
     return;
   }
   std::string reply;
-  if (word == "publish") {
-    node::Publication p;
-    in >> p.volume >> p.pod.namespace_name >> p.pod.name >> p.pod.uid >> p.target;
+  if (auto* publish_it = std::get_if<PublishCommand>(&command)) {
+    const auto& p = publish_it->publication;
     const auto error = publish(node, p);
-    reply = error.empty() ? "published " + p.socket_path() + "\n" : "refused " + error + "\n";
+    reply = error.empty() ? encode_reply(ReplyWord::published, p.socket_path()) : encode_reply(ReplyWord::refused, error);
     if (!error.empty()) log::warn("publish refused").kv("volume", p.volume).kv("reason", error);
-  } else if (word == "unpublish") {
-    std::string volume, target;
-    in >> volume >> target;
-    unpublish(node, volume, target);
-    reply = "unpublished\n";
-  } else if (word == "ready") {
-    std::lock_guard lock(node.mu);
-    reply = node.ready ? "ready\n" : "starting\n";
+  } else if (auto* unpublish_it = std::get_if<UnpublishCommand>(&command)) {
+    unpublish(node, unpublish_it->volume, unpublish_it->target);
+    reply = encode_reply(ReplyWord::unpublished);
   } else {
-    reply = "refused unknown command \"" + word + "\"\n";
+    std::lock_guard lock(node.mu);
+    reply = encode_reply(node.ready ? ReplyWord::ready : ReplyWord::starting);
   }
-  send_message(conn, reply);
-  ::close(conn);
+  send_message(conn.get(), reply);
 }
 
-// The control socket a running agent hands over, or -1 when none runs at `path`. Throws when one runs
-// and refuses, but for an older generation's agent (a DaemonSet's restarted old pod), which idles instead:
-// `older` is set.
-int take_over_from_running_agent(const AgentSettings& s, int& predecessor, bool& older) {
+// The control socket a running agent hands over, or none when no agent runs at `path`. Throws when one
+// runs and refuses, but for an older generation's agent (a DaemonSet's restarted old pod), which idles
+// instead: `older` is set.
+runtime::Fd take_over_from_running_agent(const AgentSettings& s, runtime::Fd& predecessor, bool& older) {
   std::string error;
-  int conn = -1;
+  runtime::Fd conn;
   const std::string generation = s.generation.empty() ? "-" : s.generation;
-  auto reply = node::control_command(s.control_socket, "handover " + generation + "\n", error, conn);
-  if (conn < 0) return -1;  // nobody listens
-  if (!reply || reply->text != "listener\n" || reply->fds.size() != 1) {
-    ::close(conn);
-    const std::string why = reply ? node::after(reply->text, "refused") : error;
+  auto reply = node::control_command(s.control_socket, encode_control_command(HandoverCommand{generation}), error, conn);
+  if (!conn) return runtime::Fd();  // nobody listens
+  const auto answer = reply_of(reply);
+  if (!answer || !answer->is(ReplyWord::listener) || reply->fds.size() != 1) {
+    const std::string why = !reply ? error : answer ? answer->detail : "not a reply: " + reply->text;
     if (why.find("is older than this agent's") != std::string::npos) {
       older = true;
-      return -1;
+      return runtime::Fd();
     }
     throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": an agent runs there and did not hand over (" + why + ")");
   }
-  predecessor = conn;
-  return reply->fds[0].release();
+  predecessor = std::move(conn);
+  return std::move(reply->fds[0]);
 }
 
 }  // namespace sluice::app::node

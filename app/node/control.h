@@ -18,9 +18,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
+#include "app/node/publications.h"
 #include "app/seqpacket.h"
+#include "runtime/fd.h"
 
 namespace sluice::app::node {
 
@@ -33,8 +36,24 @@ std::string secure_control_directory(const std::string& dir);
 bool peer_is_root(int connection, long& peer_uid);
 
 // One command on the control socket at `path` and its reply (with any descriptors attached, owned), or
-// nullopt with `error` when no agent answered.
+// nullopt with `error` when no agent answered; `connection` gets the connection when one was made.
 std::optional<Message> control_command(const std::string& path, std::string_view command, std::string& error,
-                                     int& connection);
+                                     runtime::Fd& connection);
+
+// The commands, typed: the one place their shapes are written (replies: app/node/replies.h).
+struct HandoverCommand {
+  std::string generation;  // "-" for none
+};
+struct PublishCommand {
+  Publication publication;
+};
+struct UnpublishCommand {
+  std::string volume, target;
+};
+struct ReadyCommand {};
+using ControlCommand = std::variant<HandoverCommand, PublishCommand, UnpublishCommand, ReadyCommand>;
+std::string encode_control_command(const ControlCommand& command);
+// The command `text` is, or why not: `unknown command "WORD"`, or the shape a known command's words miss.
+Decoded<ControlCommand> decode_control_command(std::string_view text);
 
 }  // namespace sluice::app::node

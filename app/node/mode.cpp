@@ -49,6 +49,7 @@
 #include "app/node/agent.h"
 #include "app/node/control.h"
 #include "app/node/node_socket.h"
+#include "app/node/replies.h"
 #include "app/options.h"
 #include "app/seqpacket.h"
 #include "common/config_error.h"
@@ -82,18 +83,21 @@ void enter_host_cgroup_namespace() {
   struct stat own {}, host {};
   if (::stat("/proc/self/ns/cgroup", &own) != 0 || ::stat("/proc/1/ns/cgroup", &host) != 0 || own.st_ino == host.st_ino)
     return;
-  const int ns = ::open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC);
-  if (ns < 0 || ::setns(ns, CLONE_NEWCGROUP) != 0)
+  const runtime::Fd ns(::open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC));
+  if (!ns || ::setns(ns.get(), CLONE_NEWCGROUP) != 0)
     log::warn("the host's cgroup namespace could not be entered: a stub's cgroup may not be found")
         .kv("error", std::strerror(errno));
   else
     log::info("entered the host's cgroup namespace");
-  if (ns >= 0) ::close(ns);
 }
 
 // The CSI plugin (sluice-csi, csi/main.cpp), this agent's child: the kubelet's way to publish each pod's
 // volume, passed on to the control socket. Ended with the agent (parent-death signal, SIGTERM).
-runtime::Spawned start_csi_plugin(const AgentSettings& s) {
+struct CsiPlugin {
+  pid_t pid = -1;
+  runtime::Fd pidfd;
+};
+CsiPlugin start_csi_plugin(const AgentSettings& s) {
   std::error_code ec;
   const auto self = fs::read_symlink("/proc/self/exe", ec);
   runtime::SpawnRequest req;
@@ -109,7 +113,7 @@ runtime::Spawned start_csi_plugin(const AgentSettings& s) {
   auto plugin = runtime::spawn_process(req);
   if (plugin.pid < 0) log::error("the CSI plugin did not start: no pod can be published").kv("error", plugin.error);
   else log::info("CSI plugin started").kv("pid", static_cast<std::int64_t>(plugin.pid)).kv("socket", s.csi_socket);
-  return plugin;
+  return {plugin.pid, runtime::Fd(plugin.pidfd)};
 }
 
 // `sluice node ready|publish|unpublish ...`: a command to the running agent, as root (the kubelet's
@@ -119,15 +123,15 @@ int node_command(const AgentSettings& s, Args args) {
   std::string command;
   for (auto a : args) command += (command.empty() ? "" : " ") + std::string(a);
   std::string error;
-  int conn = -1;
+  runtime::Fd conn;
   auto reply = node::control_command(s.control_socket, command + "\n", error, conn);
-  if (conn >= 0) ::close(conn);
   if (!reply) {
     std::fprintf(stderr, "sluice node %s: %s: %s\n", std::string(args[0]).c_str(), s.control_socket.c_str(), error.c_str());
     return 1;
   }
   std::fputs(reply->text.c_str(), stdout);
-  return reply->text.rfind("refused", 0) == 0 || reply->text == "starting\n" ? 1 : 0;
+  const auto answer = node::reply_of(reply);
+  return answer && (answer->is(node::ReplyWord::refused) || answer->is(node::ReplyWord::starting)) ? 1 : 0;
 }
 
 }  // namespace
@@ -149,7 +153,7 @@ int run_node(Args args) {
               "kubelet's publish of the pod's volume makes (deploy/node); no socket is made there")
         .kv("SLUICE_NODE_SOCKET", shared);
   enter_host_cgroup_namespace();
-  const int signals = node::signal_descriptor();
+  const runtime::Fd signals(node::signal_descriptor());
   const std::string control_dir = fs::path(s.control_socket).parent_path().string();
   if (const auto error = node::secure_control_directory(control_dir); !error.empty())
     throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": " + error);
@@ -157,19 +161,19 @@ int run_node(Args args) {
   fs::create_directories(s.state_dir, ec);
   if (!s.ready_file.empty()) fs::remove(s.ready_file, ec);
 
-  int predecessor = -1;
+  runtime::Fd predecessor;
   bool older = false;
   node.control = take_over_from_running_agent(s, predecessor, older);
   if (older) {
     // A DaemonSet's old pod whose agent handed over and exited, restarted by its kubelet: the newer agent
     // serves every pod; this one stays unready until its pod is deleted.
     log::info("a newer agent serves this node: idle until SIGTERM").kv("generation", s.generation);
-    wait_readable({signals}, -1);
+    wait_readable({signals.get()}, -1);
     return 0;
   }
-  if (node.control < 0) {
-    node.control = node::unix_listen_in_place(s.control_socket, 0600);
-    if (node.control < 0)
+  if (!node.control) {
+    node.control = runtime::Fd(node::unix_listen_in_place(s.control_socket, 0600));
+    if (!node.control)
       throw ConfigError("SLUICE_NODE_CONTROL_SOCKET=\"" + s.control_socket + "\": " + std::strerror(errno));
   }
   {
@@ -181,17 +185,17 @@ int run_node(Args args) {
   }
   // Every pod the kubelet published gets its socket (anew, in place of a predecessor's).
   republish_recorded(node);
-  runtime::Spawned csi;
+  CsiPlugin csi;
   auto last_csi_start = std::chrono::steady_clock::now();
   if (!s.csi_socket.empty()) csi = start_csi_plugin(s);
-  log::info("node agent listening").kv("control_socket", s.control_socket).kv("took_over", predecessor >= 0)
+  log::info("node agent listening").kv("control_socket", s.control_socket).kv("took_over", static_cast<bool>(predecessor))
       .kv("pods_published", static_cast<std::int64_t>(node.published.size()));
 
   // Pods the running agent hands over, if one ran; ready once they are here.
   std::thread taking;
-  if (predecessor >= 0) {
-    taking = std::thread([&node, predecessor] {
-      take_pods(node, runtime::Fd(predecessor));
+  if (predecessor) {
+    taking = std::thread([&node, predecessor = std::move(predecessor)]() mutable {
+      take_pods(node, std::move(predecessor));
       set_ready(node);
     });
   } else {
@@ -203,12 +207,12 @@ int run_node(Args args) {
   int ready = kControl;
   bool told_full = false;
   while (true) {
-    std::vector<int> watched = {node.control, signals, node.handover, node.changed, csi.pidfd};
+    std::vector<int> watched = {node.control.get(), signals.get(), node.handover.get(), node.changed.get(), csi.pidfd.get()};
     std::vector<std::string> volumes;
     {
       std::lock_guard lock(node.mu);
       for (const auto& [volume, p] : node.published) {
-        watched.push_back(p.listener);
+        watched.push_back(p.listener.get());
         volumes.push_back(volume);
       }
     }
@@ -216,36 +220,34 @@ int run_node(Args args) {
     if (ready == kSignals || ready == kHandover) break;
     if (ready == kChanged) {
       eventfd_t ignored;
-      ::eventfd_read(node.changed, &ignored);
+      ::eventfd_read(node.changed.get(), &ignored);
       continue;
     }
     if (ready == kCsi) {
       // It died: started again (at most once a second), so that pods can still be published.
       siginfo_t info{};
-      ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(csi.pidfd), &info, WEXITED);
-      ::close(csi.pidfd);
+      ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(csi.pidfd.get()), &info, WEXITED);
       log::error("the CSI plugin stopped: starting it again").kv("status", exit_status_text(info));
       std::this_thread::sleep_until(last_csi_start + 1s);
       last_csi_start = std::chrono::steady_clock::now();
-      csi = start_csi_plugin(s);
+      csi = start_csi_plugin(s);  // the old pidfd closes here
       continue;
     }
     if (ready == kControl) {
-      const int conn = ::accept4(node.control, nullptr, nullptr, SOCK_CLOEXEC);
-      if (conn < 0) continue;
+      runtime::Fd conn(::accept4(node.control.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn) continue;
       long uid = -1;
-      if (node::peer_is_root(conn, uid)) {
-        node.start_thread([&node, conn] { serve_control(node, conn); });
+      if (node::peer_is_root(conn.get(), uid)) {
+        node.start_thread([&node, conn = std::move(conn)]() mutable { serve_control(node, std::move(conn)); });
         continue;
       }
       log::warn("control connection refused: only root may command the agent").kv("peer_uid", static_cast<std::int64_t>(uid));
       // Its command is read first (within the timeout): a socket closed with a message unread resets the
       // peer's side, which would lose the refusal.
-      node.start_thread([&node, conn] {
-        if (wait_readable({conn}, node.settings.join_timeout_ms) == 0)
-          if (auto m = receive_message(conn)) m->close_fds();
-        send_message(conn, "refused only root may command the agent\n");
-        ::close(conn);
+      node.start_thread([&node, conn = std::move(conn)] {
+        if (wait_readable({conn.get()}, node.settings.join_timeout_ms) == 0)
+          if (auto m = receive_message(conn.get())) m->close_fds();
+        send_message(conn.get(), node::encode_reply(node::ReplyWord::refused, "only root may command the agent"));
       });
       continue;
     }
@@ -253,7 +255,7 @@ int run_node(Args args) {
     const std::string& volume = volumes[static_cast<std::size_t>(ready - kPods)];
     const int listener = watched[static_cast<std::size_t>(ready)];
     // Every connection waiting, each within the pod's cap on those that have not joined yet.
-    for (int conn; (conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+    for (runtime::Fd conn; (conn = runtime::Fd(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)));) {
       bool admitted = false;
       {
         std::lock_guard lock(node.mu);
@@ -267,20 +269,18 @@ int run_node(Args args) {
         if (!told_full) log::warn("a pod's socket has too many connections that have not joined: closing more")
                             .kv("volume", volume).kv("max_unjoined", static_cast<std::int64_t>(s.max_unjoined));
         told_full = true;
-        ::close(conn);
-        continue;
+        continue;  // closed as the next is accepted
       }
       told_full = false;
-      node.start_thread([&node, volume, conn] { serve_join(node, volume, runtime::Fd(conn)); });
+      node.start_thread([&node, volume, conn = std::move(conn)]() mutable { serve_join(node, volume, std::move(conn)); });
     }
   }
   const bool handed_over = ready == kHandover;
   {
     std::lock_guard lock(node.mu);
-    for (auto& [volume, p] : node.published) ::close(p.listener);  // the successor made them anew
-    node.published.clear();
+    node.published.clear();  // their sockets close: the successor made them anew
   }
-  ::close(node.control);
+  node.control = runtime::Fd();  // a successor holds its own copy
   if (handed_over) {
     // Each pod goes over from its own thread; one draining ends here first.
     log::info("handing over: this agent accepts no more pods");
@@ -295,8 +295,8 @@ int run_node(Args args) {
   if (csi.pid > 0) {
     ::kill(csi.pid, SIGTERM);
     siginfo_t info{};
-    ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(csi.pidfd), &info, WEXITED);
-    ::close(csi.pidfd);
+    ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(csi.pidfd.get()), &info, WEXITED);
+    csi = CsiPlugin();
   }
   if (taking.joinable()) taking.join();
   {
@@ -304,7 +304,7 @@ int run_node(Args args) {
     node.cv.wait(lock, [&] { return node.threads == 0; });
   }
   if (handed_over) {
-    ::close(node.successor);
+    node.successor = runtime::Fd();  // every pod went over it: the successor's take_pods() ends
     log::info("handed over: the new agent serves every pod");
   }
   log::info("stopped");

@@ -16,6 +16,7 @@
 
 #include "app/node/join.h"
 #include "app/options.h"
+#include "runtime/fd.h"
 #include "common/config_error.h"
 
 namespace sluice::app::node {
@@ -44,22 +45,23 @@ int at_unix_path(const std::string& path, Op op) {
   }
   const auto slash = path.rfind('/');
   const std::string dir = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
-  const int fd = slash == std::string::npos ? -1 : ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    if (slash == std::string::npos) errno = ENAMETOOLONG;
-    return -1;
-  }
-  const std::string via = "/proc/self/fd/" + std::to_string(fd) + "/" + name;
-  int result = -1;
-  if (via.size() >= sizeof a.sun_path) {
-    errno = ENAMETOOLONG;
-  } else {
-    std::memcpy(a.sun_path, via.c_str(), via.size() + 1);
-    result = op(a);
-  }
-  const int saved = errno;
-  ::close(fd);
-  errno = saved;
+  int result = -1, saved = 0;
+  {
+    const runtime::Fd fd(slash == std::string::npos ? -1 : ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) {
+      if (slash == std::string::npos) errno = ENAMETOOLONG;
+      return -1;
+    }
+    const std::string via = "/proc/self/fd/" + std::to_string(fd.get()) + "/" + name;
+    if (via.size() >= sizeof a.sun_path) {
+      errno = ENAMETOOLONG;
+    } else {
+      std::memcpy(a.sun_path, via.c_str(), via.size() + 1);
+      result = op(a);
+    }
+    saved = errno;
+  }  // the directory closes
+  errno = saved;  // op's, for the caller
   return result;
 }
 
@@ -81,12 +83,14 @@ int unix_listen_in_place(const std::string& path, mode_t mode) {
   const auto slash = path.rfind('/');
   const std::string temporary = path.substr(0, slash + 1) + "." + path.substr(slash + 1);
   ::unlink(temporary.c_str());
-  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd >= 0 && unix_bind(fd, temporary) == 0 && ::chmod(temporary.c_str(), mode) == 0 && ::listen(fd, 16) == 0 &&
-      ::rename(temporary.c_str(), path.c_str()) == 0)
-    return fd;
-  const int err = errno;
-  if (fd >= 0) ::close(fd);
+  int err = 0;
+  {
+    runtime::Fd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (fd && unix_bind(fd.get(), temporary) == 0 && ::chmod(temporary.c_str(), mode) == 0 && ::listen(fd.get(), 16) == 0 &&
+        ::rename(temporary.c_str(), path.c_str()) == 0)
+      return fd.release();  // the caller's
+    err = errno;
+  }  // the socket closes
   ::unlink(temporary.c_str());
   errno = err;
   return -1;
@@ -112,13 +116,6 @@ int wait_readable(std::vector<int> fds, int timeout_ms) {
       if (p[i].revents) return static_cast<int>(i);
     return -1;
   }
-}
-
-std::string after(const std::string& text, std::string_view word) {
-  if (text.size() <= word.size()) return {};
-  std::string rest = text.substr(word.size() + 1);
-  if (!rest.empty() && rest.back() == '\n') rest.pop_back();
-  return rest;
 }
 
 }  // namespace sluice::app::node

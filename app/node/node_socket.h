@@ -36,7 +36,5 @@ int signal_descriptor();
 // Readable within `timeout_ms` (or forever, -1): the index of the first readable of `fds`, or -1.
 int wait_readable(std::vector<int> fds, int timeout_ms);
 
-// What follows `word ` in a message line, without its newline ("refused REASON\n" -> "REASON").
-std::string after(const std::string& text, std::string_view word);
 
 }  // namespace sluice::app::node

@@ -22,6 +22,7 @@
 
 #include "app/node/agent.h"
 #include "app/node/node_socket.h"
+#include "app/node/replies.h"
 #include "app/sidecar/node_channel.h"
 #include "common/log.h"
 #include "common/thread_cache.h"
@@ -94,17 +95,17 @@ PodService::~PodService() {
 void PodService::run(Message join) {
   if (const auto refusal = accept_join(std::move(join)); !refusal.empty()) {
     log::warn("pod refused").kv("pod", pod_).kv("volume", volume_).kv("reason", refusal);
-    send_message(conn_.get(), "refused " + refusal + "\n");
+    send_message(conn_.get(), encode_reply(ReplyWord::refused, refusal));
     return;
   }
   if (const auto error = start_proxy(); !error.empty()) {
     log::error("pod refused").kv("pod", pod_).kv("error", error);
-    send_message(conn_.get(), "refused " + error + "\n");
+    send_message(conn_.get(), encode_reply(ReplyWord::refused, error));
     return;
   }
   log::info("pod joined").kv("pod", pod_).kv("proxy_pid", static_cast<std::int64_t>(pid_.load()))
       .kv("uid", static_cast<std::int64_t>(peer_.uid));
-  send_message(conn_.get(), "joined\n");  // a proxy that ended meanwhile is reported next, "stopped"
+  send_message(conn_.get(), encode_reply(ReplyWord::joined));  // a proxy that ended meanwhile is reported next, "stopped"
   serve();
 }
 
@@ -122,12 +123,12 @@ void PodService::take_over(std::promise<std::string> taken) {
       ::kill(pid_, SIGKILL);
       reap();
     }
-    taken.set_value("refused " + reason + "\n");
+    taken.set_value(encode_reply(ReplyWord::refused, reason));
     return;
   }
   log::info("pod taken over").kv("pod", pod_).kv("proxy_pid", static_cast<std::int64_t>(pid_.load()))
       .kv("uid", static_cast<std::int64_t>(peer_.uid));
-  taken.set_value("taken\n");
+  taken.set_value(encode_reply(ReplyWord::taken));
   serve();
 }
 
@@ -208,6 +209,8 @@ std::string PodService::start_proxy() {
   int channel[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0)
     return std::string("socketpair: ") + std::strerror(errno);
+  const runtime::Fd from_proxy(channel[0]);
+  runtime::Fd to_agent(channel[1]);  // the proxy's end: it gets its copy as 4
   runtime::SpawnRequest req;
   req.uid = static_cast<int>(peer_.uid);
   req.gid = static_cast<int>(peer_.gid);
@@ -225,7 +228,7 @@ std::string PodService::start_proxy() {
   // Descriptor 3: the pod's file system (the stub's root), for the files Knative mounts into the pod,
   // its root by /proc/self/fd/3. 4: where the proxy hands back its listening sockets. 5 on: those it
   // takes over.
-  req.inherit_fds = {pod_fds_.root.get(), channel[1]};
+  req.inherit_fds = {pod_fds_.root.get(), to_agent.get()};
   for (const auto& fd : listeners_) req.inherit_fds.push_back(fd.get());
   req.env.push_back("SLUICE_POD_ROOT=" + std::string(kPodRootInProxy));
   req.env.push_back("SLUICE_NODE_CHANNEL=4");
@@ -243,8 +246,7 @@ std::string PodService::start_proxy() {
     if (forked) log::warn("the zygote is gone: pods' proxies are exec'ed afresh").kv("pod", pod_);
     proxy = runtime::spawn_process(req);
   }
-  ::close(channel[1]);
-  const runtime::Fd from_proxy(channel[0]);
+  to_agent = runtime::Fd();  // the proxy has its copy: this end closes with it
   if (proxy.pid < 0) return proxy.error;
   pid_ = proxy.pid;
   pidfd_ = runtime::Fd(proxy.pidfd);
@@ -272,7 +274,7 @@ void PodService::reap() {
 void PodService::serve() {
   // From here this thread mostly waits, for the pod's life: what its free lists hold goes back to malloc.
   memory::release_thread_cache();
-  std::vector<int> watched = {conn_.get(), pidfd_.get(), stop_event_.get(), node_.handover};
+  std::vector<int> watched = {conn_.get(), pidfd_.get(), stop_event_.get(), node_.handover.get()};
   while (true) {
     const int ready = wait_readable(watched, -1);
     if (ready == 3) {
@@ -285,7 +287,7 @@ void PodService::serve() {
       log::info("pod's volume unpublished: its proxy ends").kv("pod", pod_);
       ::kill(pid_, SIGKILL);  // end() may have come before the proxy started
       reap();
-      send_message(conn_.get(), "stopped the pod's volume was unpublished\n");
+      send_message(conn_.get(), encode_reply(ReplyWord::stopped, "the pod's volume was unpublished"));
       return;
     }
     if (ready == 2) {
@@ -298,13 +300,12 @@ void PodService::serve() {
       reap();
       if (stopping_) return;  // the connection closes: the stub joins the next agent
       log::warn("pod's proxy stopped").kv("pod", pod_).kv("status", last_exit_);
-      send_message(conn_.get(), "stopped " + last_exit_ + "\n");
+      send_message(conn_.get(), encode_reply(ReplyWord::stopped, last_exit_));
       return;
     }
     break;
   }
-  auto m = receive_message(conn_.get());
-  if (m && m->text == "drain\n") {
+  if (const auto m = reply_of(receive_message(conn_.get())); m && m->is(ReplyWord::drain)) {
     // The pod goes away: its proxy drains as queue-proxy does, for as long as that takes (the pod's
     // grace period bounds it), and its ports close when its listeners do, as queue-proxy's (nobody
     // takes them over now).
@@ -319,7 +320,7 @@ void PodService::serve() {
     }
     reap();
     log::info("pod drained").kv("pod", pod_).kv("status", last_exit_);
-    send_message(conn_.get(), "drained\n");
+    send_message(conn_.get(), encode_reply(ReplyWord::drained));
     return;
   }
   // The stub is gone: the pod was killed, or its stub got a second signal (which ends queue-proxy at once)
@@ -333,13 +334,13 @@ void PodService::serve() {
 // in flight.
 bool PodService::hand_over() {
   if (listeners_.empty()) return false;  // its proxy never said where it listens
-  std::optional<Message> reply;
+  std::optional<Reply> reply;
   {
     std::lock_guard lock(node_.successor_mu);
     const auto pod = encode_pod_handover(peer_, volume_, env_, conn_, pod_fds_, listeners_);
-    if (send_message(node_.successor, pod)) reply = receive_message(node_.successor);
+    if (send_message(node_.successor.get(), pod)) reply = reply_of(receive_message(node_.successor.get()));
   }
-  if (reply && reply->text == "taken\n") {
+  if (reply && reply->is(ReplyWord::taken)) {
     // The new proxy accepts on the same sockets: this one stops accepting and finishes what it has.
     log::info("pod handed over").kv("pod", pod_);
     ::kill(pid_, SIGQUIT);
@@ -348,7 +349,7 @@ bool PodService::hand_over() {
     return true;
   }
   log::error("pod not handed over: this agent serves it on").kv("pod", pod_)
-      .kv("reason", reply ? after(reply->text, "refused") : std::string("the new agent went away"));
+      .kv("reason", reply ? reply->detail : std::string("the new agent went away"));
   return false;
 }
 
@@ -393,7 +394,7 @@ void take_pods(Node& node, runtime::Fd predecessor) {
   while (auto m = receive_message(predecessor.get())) {
     auto decoded = decode_pod_handover(std::move(*m));
     if (auto* refusal = std::get_if<std::string>(&decoded)) {
-      send_message(predecessor.get(), "refused " + *refusal + "\n");
+      send_message(predecessor.get(), encode_reply(ReplyWord::refused, *refusal));
       continue;
     }
     std::promise<std::string> taken;

@@ -19,6 +19,7 @@
 #include "app/modes.h"
 #include "app/node/join.h"
 #include "app/node/node_socket.h"
+#include "app/node/replies.h"
 #include "common/config_error.h"
 #include "common/log.h"
 
@@ -44,21 +45,21 @@ int run_node_stub(Args args) {
 
   bool told_waiting = false;
   while (true) {
-    const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    const runtime::Fd connection(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    const int conn = connection.get();
     if (node::unix_connect(conn, path) != 0) {
-      ::close(conn);
       if (!told_waiting) log::info("waiting for the node agent").kv("socket", path).kv("error", std::strerror(errno));
       told_waiting = true;
       if (node::wait_readable({signals}, 1000) == 0) return 0;  // SIGTERM before any agent: nothing to drain
       continue;
     }
     told_waiting = false;
-    auto reply = send_message(conn, join) ? receive_message(conn) : std::nullopt;
-    if (reply && reply->text.rfind("refused", 0) == 0) {
-      log::error("the node agent refused this pod").kv("reason", node::after(reply->text, "refused"));
+    const auto reply = node::reply_of(send_message(conn, join) ? receive_message(conn) : std::nullopt);
+    if (reply && reply->is(node::ReplyWord::refused)) {
+      log::error("the node agent refused this pod").kv("reason", reply->detail);
       return 1;
     }
-    if (reply && reply->text == "joined\n") {
+    if (reply && reply->is(node::ReplyWord::joined)) {
       log::info("joined the node agent").kv("socket", path);
       if (node::wait_readable({conn, signals}, -1) == 1) {
         // SIGTERM: the pod is going away. Exit once the agent has drained it (or is gone itself); a
@@ -66,26 +67,25 @@ int run_node_stub(Args args) {
         log::info("draining");
         signalfd_siginfo first;
         (void)!::read(signals, &first, sizeof first);
-        send_message(conn, "drain\n");
+        send_message(conn, node::encode_reply(node::ReplyWord::drain));
         if (node::wait_readable({conn, signals}, -1) == 1) {
           log::warn("second signal: exiting at once");
           return 1;
         }
-        auto drained = receive_message(conn);
-        log::info(drained && drained->text == "drained\n" ? "drained" : "the node agent went away while draining");
+        const auto drained = node::reply_of(receive_message(conn));
+        log::info(drained && drained->is(node::ReplyWord::drained) ? "drained" : "the node agent went away while draining");
         return 0;
       }
-      if (auto m = receive_message(conn); m && m->text.rfind("stopped", 0) == 0) {
+      if (const auto m = node::reply_of(receive_message(conn)); m && m->is(node::ReplyWord::stopped)) {
         // The proxy's own exit code (2: a configuration error), as if this container had been it; the
         // kubelet restarts the container, which joins again.
-        const std::string status = node::after(m->text, "stopped");
+        const std::string& status = m->detail;
         log::error("the pod's proxy stopped").kv("status", status);
         constexpr std::string_view kExited = "exited with code ";
         return status.rfind(kExited, 0) == 0 ? std::atoi(status.c_str() + kExited.size()) : 1;
       }
     }
     log::warn("the node agent went away: joining again when it is back");
-    ::close(conn);
     if (node::wait_readable({signals}, 1000) == 0) return 0;
   }
 }

@@ -74,12 +74,14 @@ bool read_whole(int fd, T& value) {
       if (fd >= first_free && !kept(fd)) open.push_back(fd);
     }
     if (ec) fail(keep[0], ec.value());
-    for (int fd : open) ::close(fd);  // the listing's own descriptor among them, closed already: harmless
+    // In the proxy's process, before it runs: the zygote's descriptors it must not keep, by number, as
+    // they were never owned here (the listing's own among them, closed already: harmless).
+    for (int fd : open) ::close(fd);
   }
-  ::close(keep[0]);
+  ::close(keep[0]);  // the set-up worked: the zygote reads end-of-file (its copy is its own, fork_proxy)
   char go = 0;
   if (!read_whole(keep[1], go)) ::_exit(127);  // the zygote went away first
-  ::close(keep[1]);
+  ::close(keep[1]);  // told to go; this process's copy, never an Fd's (it ends in exit(), never unwinding)
   if (req.parent_death_signal != 0) {
     if (::prctl(PR_SET_PDEATHSIG, req.parent_death_signal) != 0 || ::getppid() != agent) ::_exit(127);
   }
@@ -93,26 +95,31 @@ bool read_whole(int fd, T& value) {
 
 // One proxy, forked through an intermediate that exits at once, so that the agent (a subreaper) adopts it.
 std::string fork_proxy(const runtime::SpawnRequest& req, pid_t agent, int& pid, int& pidfd) {
-  int err[2], go[2], report[2];
-  if (::pipe2(err, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
-  if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
-    const std::string error = std::string("pipe: ") + std::strerror(errno);
-    for (int fd : {err[0], err[1], go[0], go[1]}) ::close(fd);
-    return error;
-  }
+  // Each pipe's ends, [0] read and [1] write: the children's copies are theirs (the proxy closes its own,
+  // run_proxy), these the zygote's.
+  int raw[2];
+  if (::pipe2(raw, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  runtime::Fd err[2] = {runtime::Fd(raw[0]), runtime::Fd(raw[1])};
+  if (::pipe2(raw, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  runtime::Fd go[2] = {runtime::Fd(raw[0]), runtime::Fd(raw[1])};
+  if (::pipe2(raw, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  runtime::Fd report[2] = {runtime::Fd(raw[0]), runtime::Fd(raw[1])};
   std::vector<int> staged(req.inherit_fds.size() + 1);  // allocated before the fork, as spawn_process does
   std::fflush(nullptr);  // nothing buffered here may be written again by a child
   const pid_t intermediate = ::fork();
   if (intermediate == 0) {
     const pid_t proxy = ::fork();
-    if (proxy == 0) run_proxy(req, agent, staged.data(), err[1], go[0]);
+    if (proxy == 0) run_proxy(req, agent, staged.data(), err[1].get(), go[0].get());
     const int sent = proxy > 0 ? proxy : -errno;
-    ::_exit(::write(report[1], &sent, sizeof sent) == static_cast<ssize_t>(sizeof sent) ? 0 : 1);
+    ::_exit(::write(report[1].get(), &sent, sizeof sent) == static_cast<ssize_t>(sizeof sent) ? 0 : 1);
   }
   const int fork_errno = errno;
-  for (int fd : {err[1], go[0], report[1]}) ::close(fd);
-  const bool reported = intermediate > 0 && read_whole(report[0], pid);
-  ::close(report[0]);
+  // The children's ends: closed here, so that err and report read end-of-file once the children's copies close.
+  err[1] = runtime::Fd();
+  go[0] = runtime::Fd();
+  report[1] = runtime::Fd();
+  const bool reported = intermediate > 0 && read_whole(report[0].get(), pid);
+  report[0] = runtime::Fd();
   if (intermediate > 0) ::waitpid(intermediate, nullptr, 0);  // from here on the proxy is the agent's child
   std::string error;
   if (intermediate < 0) error = std::string("fork: ") + std::strerror(fork_errno);
@@ -120,13 +127,11 @@ std::string fork_proxy(const runtime::SpawnRequest& req, pid_t agent, int& pid, 
   if (error.empty()) {
     pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     int child_errno = 0;
-    if (read_whole(err[0], child_errno)) error = std::string("set-up: ") + std::strerror(child_errno);
+    if (read_whole(err[0].get(), child_errno)) error = std::string("set-up: ") + std::strerror(child_errno);
     else if (pidfd < 0) error = std::string("pidfd_open: ") + std::strerror(errno);
-    else if (::write(go[1], "g", 1) != 1) error = std::string("write: ") + std::strerror(errno);
+    else if (::write(go[1].get(), "g", 1) != 1) error = std::string("write: ") + std::strerror(errno);
   }
-  ::close(err[0]);
-  ::close(go[1]);  // a proxy not told to go ends (127), and is the agent's to reap with the pidfd
-  return error;
+  return error;  // go[1] closes: a proxy not told to go ends (127), and is the agent's to reap with the pidfd
 }
 
 void serve_request(int socket, pid_t agent, Message m) {
@@ -163,11 +168,12 @@ std::string Zygote::start(const std::vector<std::string>& env) {
   req.env = env;
   req.stdout_fd = STDOUT_FILENO;  // what it says goes to the agent's log
   req.stderr_fd = STDERR_FILENO;
-  req.inherit_fds = {pair[1]};
+  runtime::Fd ours(pair[0]);
+  runtime::Fd theirs(pair[1]);
+  req.inherit_fds = {theirs.get()};
   req.parent_death_signal = SIGKILL;
   const auto process = runtime::spawn_process(req);
-  ::close(pair[1]);
-  runtime::Fd ours(pair[0]);
+  theirs = runtime::Fd();  // the zygote has its copy (or none runs): ours alone stays
   if (process.pid < 0) return process.error;
   socket_ = std::move(ours);
   pidfd_ = runtime::Fd(process.pidfd);

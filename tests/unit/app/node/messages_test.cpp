@@ -12,9 +12,14 @@
 #include <filesystem>
 #include <iterator>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <variant>
+#include <vector>
 
+#include "app/node/control.h"
 #include "app/node/join.h"
+#include "app/node/replies.h"
 #include "app/sidecar/node_channel.h"
 #include "tests/unit/app/node/seqpacket_pair.h"
 
@@ -195,6 +200,90 @@ TEST(NodeMessages, AProxyHandsBackItsListeningSocketsAndNothingElse) {
   EXPECT_EQ(refusal(decode_listening(message("listening now\n", 2))),
             "not \"listening\": the proxy's channel carries nothing else");
   EXPECT_EQ(open_descriptors(), before);
+}
+
+TEST(NodeMessages, EveryReplyIsWrittenAsTheProtocolsSayAndReadBackThroughTheSocket) {
+  Wire p;
+  const std::vector<std::tuple<ReplyWord, std::string, std::string>> replies = {
+      {ReplyWord::joined, "", "joined\n"},
+      {ReplyWord::refused, "only root may command the agent", "refused only root may command the agent\n"},
+      {ReplyWord::drain, "", "drain\n"},
+      {ReplyWord::drained, "", "drained\n"},
+      {ReplyWord::stopped, "exited with code 2", "stopped exited with code 2\n"},
+      {ReplyWord::taken, "", "taken\n"},
+      {ReplyWord::listener, "", "listener\n"},
+      {ReplyWord::published, "/var/lib/kubelet/v/node.sock", "published /var/lib/kubelet/v/node.sock\n"},
+      {ReplyWord::unpublished, "", "unpublished\n"},
+      {ReplyWord::ready, "", "ready\n"},
+      {ReplyWord::starting, "", "starting\n"},
+  };
+  for (const auto& [word, detail, text] : replies) {
+    EXPECT_EQ(encode_reply(word, detail), text);
+    const auto got = reply_of(p.through(Outgoing{encode_reply(word, detail), {}}));
+    ASSERT_TRUE(got) << text;
+    EXPECT_TRUE(got->is(word)) << text;
+    EXPECT_EQ(got->detail, detail) << text;
+  }
+  EXPECT_EQ(encode_reply(ReplyWord::joined, "ignored"), "joined\n") << "a bare word says nothing more";
+}
+
+TEST(NodeMessages, TheHandoverReplyCarriesTheControlSocketsListeningDescriptor) {
+  Wire p;
+  const auto control = open_fd("/dev/zero");
+  const int fds[] = {control.get()};
+  auto m = p.through(Outgoing{encode_reply(ReplyWord::listener), {fds[0]}});
+  const auto got = decode_reply(m.text);
+  ASSERT_TRUE(std::holds_alternative<Reply>(got) && std::get<Reply>(got).is(ReplyWord::listener)) << refusal(got);
+  ASSERT_EQ(m.fds.size(), 1u);
+  EXPECT_EQ(inode(m.fds[0].get()), inode(control.get()));
+}
+
+TEST(NodeMessages, AReplyThatIsNotOneIsRefusedWithWhy) {
+  EXPECT_EQ(refusal(decode_reply("joined")), "not a reply: no line");
+  EXPECT_EQ(refusal(decode_reply("joined now\n")), "not a reply: \"joined\" says nothing more");
+  EXPECT_EQ(refusal(decode_reply("refused\n")), "not a reply: \"refused\" is followed by what it says");
+  EXPECT_EQ(refusal(decode_reply("hello there\n")), "not a reply: unknown word \"hello\"");
+  EXPECT_FALSE(reply_of(std::nullopt)) << "no message is no reply";
+  EXPECT_FALSE(reply_of(message("spawned 12\n", 0)));
+}
+
+TEST(NodeMessages, EveryControlCommandIsWrittenAsTheProtocolSaysAndReadBack) {
+  Wire p;
+  Publication pub;
+  pub.volume = "vol-1";
+  pub.pod = {.namespace_name = "ns", .name = "pod-1", .uid = "uid-1"};
+  pub.target = "/var/lib/kubelet/pods/uid-1/volumes/v";
+  const std::vector<std::pair<ControlCommand, std::string>> commands = {
+      {HandoverCommand{"-"}, "handover -\n"},
+      {HandoverCommand{"7"}, "handover 7\n"},
+      {PublishCommand{pub}, "publish vol-1 ns pod-1 uid-1 /var/lib/kubelet/pods/uid-1/volumes/v\n"},
+      {UnpublishCommand{"vol-1", "/t"}, "unpublish vol-1 /t\n"},
+      {ReadyCommand{}, "ready\n"},
+  };
+  for (const auto& [command, text] : commands) {
+    EXPECT_EQ(encode_control_command(command), text);
+    auto decoded = decode_control_command(p.through(Outgoing{text, {}}).text);
+    ASSERT_TRUE(std::holds_alternative<ControlCommand>(decoded)) << refusal(decoded);
+    EXPECT_EQ(encode_control_command(std::get<ControlCommand>(decoded)), text);
+  }
+  auto publish = decode_control_command(commands[2].second);
+  const auto& got = std::get<PublishCommand>(std::get<ControlCommand>(publish)).publication;
+  EXPECT_EQ(got.volume, "vol-1");
+  EXPECT_EQ(got.pod.namespace_name, "ns");
+  EXPECT_EQ(got.pod.name, "pod-1");
+  EXPECT_EQ(got.pod.uid, "uid-1");
+  EXPECT_EQ(got.target, pub.target);
+}
+
+TEST(NodeMessages, AControlCommandThatIsNotOneIsRefusedWithWhy) {
+  EXPECT_EQ(refusal(decode_control_command("join\nSERVING_POD=p\n")), "unknown command \"join\"")
+      << "a pod's join sent to the control socket";
+  EXPECT_EQ(refusal(decode_control_command("")), "unknown command \"\"");
+  EXPECT_EQ(refusal(decode_control_command("handover\n")), "expected \"handover GENERATION\"");
+  EXPECT_EQ(refusal(decode_control_command("publish v ns pod\n")), "expected \"publish VOLUME NAMESPACE NAME UID TARGET\"");
+  EXPECT_EQ(refusal(decode_control_command("unpublish v  /t\n")), "expected \"unpublish VOLUME TARGET\"");
+  EXPECT_EQ(refusal(decode_control_command("ready now\n")), "expected \"ready\"");
+  EXPECT_EQ(refusal(decode_control_command("ready\nmore\n")), "expected \"ready\"");
 }
 
 }  // namespace
