@@ -13,6 +13,8 @@
 //   "unpublish VOLUME TARGET\n"  the volume goes (NodeUnpublishVolume): the socket goes, and the pod's proxy
 //                             if it still runs; "unpublished\n"
 //   "ready\n"                 "ready\n" once this agent holds every pod it was handed, else "starting\n"
+// The commands are typed below (ControlCommand), the replies in app/node/replies.h: the one place each is
+// written; sluice-csi and `sluice node ready|publish|unpublish` speak the same text.
 #pragma once
 
 #include <optional>

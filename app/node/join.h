@@ -16,7 +16,8 @@
 // joins again when the agent is back). An agent restarted on purpose hands the connection, with the pod,
 // to the next agent (app/node/mode.cpp, the message in app/node/messages.h): the stub never notices.
 //
-// The join is typed here (Join, encode_join, decode_join): the one place its shape is written.
+// The join is typed here (Join, encode_join, decode_join): the one place its shape is written; the
+// one-line messages after it in app/node/replies.h.
 #pragma once
 
 #include <array>
