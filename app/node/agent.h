@@ -60,7 +60,7 @@ struct Node {
   int threads = 0;             // connection threads still running
   bool stopping = false;       // SIGTERM: every pod drains
   bool ready = false;          // holds every pod it was handed
-  runtime::Fd control;         // the control socket (listening)
+  runtime::Fd control;         // the control socket (listening); closed under successor_mu
   std::map<std::string, Published> published;  // by volume id
   const runtime::Fd changed{::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};  // the pods' sockets changed: poll anew
 

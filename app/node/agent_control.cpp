@@ -118,6 +118,7 @@ void serve_control(Node& node, runtime::Fd conn) {
     std::lock_guard lock(node.successor_mu);
     std::string refusal;
     if (node.successor) refusal = "another agent is taking over already";
+    else if (!node.control) refusal = "this agent is stopping";
     else if (theirs >= 0 && ours >= 0 && theirs < ours)
       refusal = "generation " + std::to_string(theirs) + " is older than this agent's " + std::to_string(ours);
     if (!refusal.empty()) {

@@ -280,7 +280,12 @@ int run_node(Args args) {
     std::lock_guard lock(node.mu);
     node.published.clear();  // their sockets close: the successor made them anew
   }
-  node.control = runtime::Fd();  // a successor holds its own copy
+  {
+    // A successor holds its own copy. Under the lock a handover reads it with: one that comes while this
+    // agent stops is refused.
+    std::lock_guard lock(node.successor_mu);
+    node.control = runtime::Fd();
+  }
   if (handed_over) {
     // Each pod goes over from its own thread; one draining ends here first.
     log::info("handing over: this agent accepts no more pods");

@@ -352,7 +352,8 @@ TEST_F(NodeAgent, AnAgentRestartedUnderLoadLosesNoRequestAndNoStubNotices) {
   ASSERT_TRUE(eventually([&] {
     const auto out = first->stdout_text();
     return out.find("handed over: the new agent serves every pod") != std::string::npos;
-  }, 20s)) << first->stdout_text() << second->stdout_text() << stub->stdout_text() << stub->stderr_text();
+  }, 20s)) << first->stdout_text() << first->stderr_text() << second->stdout_text() << stub->stdout_text()
+           << stub->stderr_text();
   // Each pod's old proxy has ended, the new ones serve (the new agent's lines can be read a moment after the
   // old one's), and wrk is still at it.
   auto taken = [&] {
