@@ -55,6 +55,19 @@ async def read_h1_answer(reader):
     return status
 
 
+def skip_table_size_updates(block):
+    """A header block without the dynamic table size updates it starts with (RFC 7541 §6.3: 001xxxxx, an
+    integer with a 5-bit prefix), as a server that indexes no field sends first."""
+    at = 0
+    while at < len(block) and block[at] & 0xE0 == 0x20:
+        at += 1
+        if block[at - 1] & 0x1F == 0x1F:  # the integer goes on while the high bit is set
+            while at < len(block) and block[at] & 0x80:
+                at += 1
+            at += 1
+    return block[at:]
+
+
 async def read_h2_answer(reader, writer):
     """Frames until stream 1 ends; SETTINGS are acknowledged. Returns the status class seen (2 for 2xx)."""
     status = 0
@@ -66,7 +79,7 @@ async def read_h2_answer(reader, writer):
         if kind == 4 and not flags & 1:  # SETTINGS
             writer.write(frame(4, 1, 0, b""))
         if kind == 1 and stream == 1 and payload:  # HEADERS: the first field is :status, 0x88 = 200
-            status = 200 if payload[0] == 0x88 else payload[0]
+            status = 200 if skip_table_size_updates(payload)[:1] == b"\x88" else payload[0]
         if kind == 7:  # GOAWAY
             raise ConnectionError("GOAWAY")
         if stream == 1 and kind in (0, 1) and flags & 1:  # END_STREAM
