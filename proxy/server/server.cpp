@@ -17,6 +17,7 @@
 #include "proxy/forward/context.h"
 #include "proxy/io/asio.h"
 #include "proxy/io/listen.h"
+#include "proxy/upstream/app_sockets.h"
 #include "proxy/upstream/upstreams.h"
 
 namespace sluice::proxy {
@@ -128,12 +129,14 @@ class Worker final : private ConnectionCount {
   // never frees, only reuses. Taken one at a time during a burst, the states lie between their connections'
   // other blocks; once the burst is over each one pins a page that malloc_trim cannot give back (4,000 TLS
   // HTTP/1.1 connections closed: 17.9 MiB of heap stayed, 6.1 MiB with the states allocated side by side;
-  // bench/README.md, "Memory after load"). So the worker fills the pool ahead of its connections, a run at a
-  // time: when they come within half a run of the states made so far, it opens kStateRun sockets and closes
-  // them at once; their states, allocated together, wait in Asio's free list for the next sockets.
+  // bench/README.md, "Memory after load"). So the worker fills the pool ahead of its sockets, a run at a
+  // time: when its connections and its connections to the app come within half a run of the states made so
+  // far, it opens kStateRun sockets and closes them at once; their states, allocated together, wait in
+  // Asio's free list for the next sockets.
   static constexpr std::size_t kStateRun = 128;
   void reserve_socket_states() {
-    if (mine_ + kStateRun / 2 < states_) return;
+    const auto app = static_cast<std::size_t>(std::max<std::ptrdiff_t>(AppSocketCount::open(), 0));
+    if (mine_ + app + kStateRun / 2 < states_) return;
     std::vector<tcp::socket> run;
     run.reserve(kStateRun);
     error_code ec;

@@ -10,6 +10,7 @@
 #include "common/watchdog.h"
 #include "proxy/codec/h1/message.h"
 #include "proxy/exchange/exchange.h"
+#include "proxy/upstream/app_sockets.h"
 
 namespace sluice::proxy::h1 {
 
@@ -50,6 +51,7 @@ class ClientConnection final : public ClientExchange {
   void rest();
 
   ClientPool& pool_;
+  AppSocketCount counted_;
   tcp::socket socket_;
   beast::flat_buffer buffer_;  // bytes read from the app not yet parsed or relayed
   std::string head_;           // the request head being written, reused across exchanges

@@ -9,6 +9,7 @@
 #include "proxy/codec/h2/wire.h"
 #include "proxy/exchange/exchange.h"
 #include "proxy/io/notifier.h"
+#include "proxy/upstream/app_sockets.h"
 
 namespace sluice::proxy::h2 {
 
@@ -137,6 +138,7 @@ class ClientConnection {
     wire_.want_write();
   }
 
+  AppSocketCount counted_;
   tcp::socket socket_;
   Wire wire_;  // before the streams: their send queues retire into it
   std::unordered_map<std::int32_t, std::shared_ptr<ClientStreamState>> streams_;
