@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <optional>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -18,6 +20,7 @@
 #include "app/modes.h"
 #include "app/sidecar/config.h"
 #include "app/sidecar/node_channel.h"
+#include "common/blocked_signals.h"
 #include "common/listen.h"
 #include "common/log.h"
 #include "proxy/server/control_plane.h"
@@ -63,9 +66,11 @@ int run_sidecar(Args args) {
   if (cfg.revision_timeout_disabled)
     log::warn("REVISION_TIMEOUT_SECONDS=0: no request timeout (queue-proxy would answer 504 to every request)");
 
-  // The signal set exists before any worker thread starts, so every thread's signals reach it.
+  // The signal set exists before any worker thread starts, and the threads started have its signals
+  // blocked, so that they reach this thread, which waits for them in the control loop.
   asio::io_context control(1);
   asio::signal_set signals(control, SIGTERM, SIGINT, SIGQUIT);
+  std::optional<BlockedSignals> others_blocked(std::in_place, std::initializer_list<int>{SIGTERM, SIGINT, SIGQUIT});
 
   net::inherit_listeners(cfg.listen_fds);  // before the first port opens
   proxy::Server server(cfg.proxy);
@@ -142,8 +147,10 @@ int run_sidecar(Args args) {
   // The control loop runs on this thread; once drained, the server's shutdown (which blocks until the
   // exchanges in flight end) runs on one more while the control loop keeps answering, then stops it. No
   // thread of its own for the control loop: in per-node mode every pod's proxy would keep one idle.
+  others_blocked.reset();
   std::thread stopper;
   auto stop = [&](proxy::Server::Listeners listeners) {
+    const BlockedSignals for_the_stopper{SIGTERM, SIGINT, SIGQUIT};  // a second signal still comes here
     stopper = std::thread([&server, &control, &cfg, listeners] {
       log::info("drained: closing listeners").kv("open_connections", server.open_connections());
       server.shutdown(cfg.drain, listeners);
