@@ -25,13 +25,13 @@
 
 #include <boost/version.hpp>
 
+#include "common/thread_cache.h"
 #include "proxy/io/asio.h"
 
 #if BOOST_VERSION == 108100 && defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 #define SLUICE_EDGE_WAIT 1
 #include <boost/asio/detail/bind_handler.hpp>
 #include <boost/asio/detail/fenced_block.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
 #include <boost/asio/detail/handler_cont_helpers.hpp>
 #include <boost/asio/detail/handler_work.hpp>
 #include <boost/asio/detail/reactor.hpp>
@@ -60,7 +60,28 @@ inline thread_local bool starting = false;
 template <class Handler, class IoExecutor>
 class WaitOp final : public ad::reactor_op {
  public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(WaitOp);
+  // The operation's memory, as Asio's handler pointers hold it (`v` the memory, `p` the object), but taken
+  // at its own size from the thread's free lists rather than through the handler's allocator. That one
+  // hands out the block of the last operation freed on the thread whatever its size: a connection resting
+  // in this wait kept the block of the read before it, 240 bytes where the wait needs 96 (heaptrack,
+  // bench/README.md, "Memory per idle connection").
+  struct ptr {
+    Handler* h;
+    WaitOp* v;
+    WaitOp* p;
+    ~ptr() { reset(); }
+    static WaitOp* allocate(Handler&) { return static_cast<WaitOp*>(memory::allocate(sizeof(WaitOp))); }
+    void reset() {
+      if (p) {
+        p->~WaitOp();
+        p = nullptr;
+      }
+      if (v) {
+        memory::deallocate(v, sizeof(WaitOp));
+        v = nullptr;
+      }
+    }
+  };
 
   WaitOp(Handler& handler, const IoExecutor& io_ex)
       : ad::reactor_op(error_code(), &WaitOp::do_perform, &WaitOp::do_complete),
@@ -141,16 +162,28 @@ inline ad::reactor& reactor_of(tcp::socket& socket) {
 struct InitiateWait {
   tcp::socket& socket;
 
+  // The operation keeps the socket's executor for the handler's work. A socket on an io_context (every
+  // worker's) keeps that context's own executor, 8 bytes that track no work, instead of the polymorphic
+  // one (56 bytes, with its work-tracking wrapper): 96 bytes an operation instead of 144, and a resting
+  // connection's wait is one of them (bench/README.md, "Memory per idle connection").
   template <class Handler>
   void operator()(Handler&& handler, tcp::socket::wait_type what) const {
-    using Op = WaitOp<std::decay_t<Handler>, tcp::socket::executor_type>;
+    if (auto* native = socket.get_executor().target<asio::io_context::executor_type>())
+      start(std::forward<Handler>(handler), what, *native);
+    else
+      start(std::forward<Handler>(handler), what, socket.get_executor());
+  }
+
+  template <class Handler, class IoExecutor>
+  void start(Handler&& handler, tcp::socket::wait_type what, const IoExecutor& io_ex) const {
+    using Op = WaitOp<std::decay_t<Handler>, IoExecutor>;
     auto& state = SocketState::of(socket);
     auto& reactor = reactor_of(socket);
     const int op_type = what == tcp::socket::wait_write ? ad::reactor::write_op : ad::reactor::read_op;
     const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
     auto slot = asio::get_associated_cancellation_slot(handler);
     typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
-    p.p = new (p.v) Op(handler, socket.get_executor());
+    p.p = new (p.v) Op(handler, io_ex);
     if (slot.is_connected())
       p.p->cancellation_key_ = &slot.template emplace<CancelWait>(reactor, state.reactor_data_, state.socket_, op_type);
     starting = true;
