@@ -74,7 +74,7 @@ asio::awaitable<std::tuple<error_code, http::response_header<>*>> ClientStream::
   if (st.heads.empty())
     co_return std::tuple{st.failure ? st.failure : error_code(http::error::partial_message), nullptr};
   head_ = std::move(st.heads.front());
-  st.heads.pop_front();
+  st.heads.erase(st.heads.begin());
   co_return std::tuple{error_code{}, &head_};
 }
 

@@ -2,9 +2,9 @@
 // the connection (until nghttp2 closes the stream) and the ClientStream the forwarder holds.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "proxy/codec/h2/wire.h"
 #include "proxy/exchange/exchange.h"
@@ -33,7 +33,8 @@ struct ClientStreamState {
   std::unique_ptr<SendQueue> out;
 
   // Response side.
-  std::deque<http::response_header<>> heads;  // complete heads not yet read
+  // Complete heads not yet read, oldest first: mostly one (a vector: an empty std::deque takes 576 bytes).
+  std::vector<http::response_header<>> heads;
   http::response_header<> building;           // the head being received
   bool final_head = false;                    // the final (non-1xx) head arrived
   bool head_has_end = false;                  // ... with END_STREAM

@@ -20,7 +20,7 @@ bool SkippedStreamIds::accept(std::int32_t id) {
     const std::int32_t next = highest_ == 0 ? 1 : highest_ + 2;
     if (id > next) {
       gaps_.emplace_back(next, id - 2);
-      if (gaps_.size() > kRemembered) gaps_.pop_front();
+      if (gaps_.size() > kRemembered) gaps_.erase(gaps_.begin());
     }
     highest_ = id;
     return true;
