@@ -18,6 +18,15 @@
 
 namespace sluice::proxy {
 
+// The worker's count of exchanges in flight (and what it does when a burst of them ends).
+class ExchangeCount {
+ public:
+  virtual void exchange_ended() = 0;
+
+ protected:
+  ~ExchangeCount() = default;
+};
+
 struct ForwardContext final : ExchangeHandler {
   // `upstream`: the configured app's address (its protocol is detected there); `connector` opens exchanges
   // to it and to the gateway's instances.
@@ -56,6 +65,10 @@ struct ForwardContext final : ExchangeHandler {
   RequestIdGenerator request_ids;
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener
   Clock::time_point backlog_said;  // an instance's full listen queue was last logged (once a minute a worker)
+  // Exchanges in flight on this worker and their most since the worker last looked (forward() counts
+  // them); the worker hears of each end (its trim after a burst); none in unit tests.
+  std::size_t exchanges = 0, exchange_peak = 0;
+  ExchangeCount* exchange_count = nullptr;
 };
 
 }  // namespace sluice::proxy

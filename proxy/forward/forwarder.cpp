@@ -2,6 +2,8 @@
 // state, forwarder_relay.cpp its heads and bodies); see forwarder.h.
 #include "proxy/forward/forwarder.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "proxy/exchange/downstream.h"
 #include "proxy/forward/admission.h"
@@ -246,7 +248,29 @@ void log_exchange(const ForwardContext& worker, const ExchangeRecord& record, co
   if (worker.config.request_log) write_request_log(record, req, worker.config);
 }
 
+namespace {
+
+// One exchange in flight on the worker, from forward()'s start to its end.
+class InFlight {
+ public:
+  explicit InFlight(ForwardContext& worker) : worker_(worker) {
+    worker_.exchange_peak = std::max(worker_.exchange_peak, ++worker_.exchanges);
+  }
+  ~InFlight() {
+    --worker_.exchanges;
+    if (worker_.exchange_count) worker_.exchange_count->exchange_ended();
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  ForwardContext& worker_;
+};
+
+}  // namespace
+
 asio::awaitable<void> forward(ForwardContext& worker, ServerExchange& down) {
+  InFlight in_flight(worker);
   const auto& config = worker.config;
   auto& record = down.record;
   auto& req = down.request();

@@ -22,7 +22,7 @@
 
 namespace sluice::proxy {
 
-class Worker final : private ConnectionCount {
+class Worker final : private ConnectionCount, private ExchangeCount {
  public:
   Worker(const ProxyConfig& config, SharedState& shared, const TlsContexts* tls, std::size_t index,
          std::atomic<std::size_t>& open, tcp::endpoint upstream)
@@ -38,6 +38,7 @@ class Worker final : private ConnectionCount {
         tls_(tls),
         open_(open) {
     context_.connection_count = this;
+    forward_.exchange_count = this;
   }
 
   std::uint16_t bind(const tcp::endpoint& ep, const std::string& name, const net::Netns& netns) {
@@ -157,26 +158,48 @@ class Worker final : private ConnectionCount {
     else asio::co_spawn(io_, serve_plain(context_, std::move(socket)), done);
   }
 
-  // Memory a burst of connections took goes back to the system once the burst is over: when this worker's
-  // connections have fallen below half their peak (a peak of kBurst or more), and still are 2 s later, its
-  // free lists go back to malloc and malloc gives its free pages back (malloc_trim). Nothing runs while
-  // the count is steady, so an idle worker stays idle.
+  // Memory a burst took goes back to the system once the burst is over: its free lists go back to malloc
+  // and malloc gives its free pages back (malloc_trim). A burst of connections is over when this worker's
+  // connections have fallen below half their peak (a peak of kBurst or more) and still are 2 s later. A
+  // burst of requests on connections that stay open (4,000 clients each sending a request and keeping
+  // its connection, or a load that ended on an ingress's pooled connections) is over when the exchanges
+  // in flight fell below half their peak (of kExchangeBurst or more) and no more than that many ran
+  // at once in the 2 s since: a load that merely dips is not a burst that ended, and keeps its free
+  // lists. Nothing runs while the counts are steady, so an idle worker stays idle.
   static constexpr std::size_t kBurst = 256;
+  static constexpr std::size_t kExchangeBurst = 64;
   void connection_ended() override {
     open_.fetch_sub(1, std::memory_order_relaxed);
     --mine_;
     after_burst();
   }
+  void exchange_ended() override { after_burst(); }
+  bool connections_fell() const { return peak_ >= kBurst && mine_ * 2 < peak_; }
+  bool exchanges_fell() const {
+    return forward_.exchange_peak >= kExchangeBurst && forward_.exchanges * 2 < forward_.exchange_peak;
+  }
   void after_burst() {
-    if (trim_armed_ || context_.draining || peak_ < kBurst || mine_ * 2 >= peak_) return;
+    if (trim_armed_ || context_.draining || !(connections_fell() || exchanges_fell())) return;
     trim_armed_ = true;
+    // From here forward_.exchange_peak is the most in flight during the wait; the burst's own is kept.
+    exchanges_before_ = std::max(exchanges_before_, forward_.exchange_peak);
+    forward_.exchange_peak = forward_.exchanges;
     trim_timer_.expires_after(std::chrono::seconds(2));
     trim_timer_.async_wait([this](error_code ec) {
       trim_armed_ = false;
-      if (ec || mine_ * 2 >= peak_) return;
+      if (ec) return;
+      const bool exchanges_ended = exchanges_before_ >= kExchangeBurst && forward_.exchange_peak * 2 < exchanges_before_;
+      if (!connections_fell() && !exchanges_ended) {
+        forward_.exchange_peak = std::max(forward_.exchange_peak, exchanges_before_);
+        exchanges_before_ = 0;
+        after_burst();  // still below half: the next 2 s may be quiet (no exchange may end to ask again)
+        return;
+      }
       memory::release_thread_cache();
       ::malloc_trim(0);
       peak_ = mine_;
+      forward_.exchange_peak = forward_.exchanges;
+      exchanges_before_ = 0;
     });
   }
 
@@ -192,6 +215,7 @@ class Worker final : private ConnectionCount {
   const TlsContexts* tls_;  // the server's, null without a TLS port
   std::atomic<std::size_t>& open_;
   std::size_t mine_ = 0, peak_ = 0;  // this worker's open connections, and their most since the last trim
+  std::size_t exchanges_before_ = 0;  // while the trim timer runs: the most exchanges in flight before it
   std::size_t states_ = 0;           // sockets reserve_socket_states() opened: Asio's pool holds that many states
   asio::steady_timer trim_timer_{io_};
   bool trim_armed_ = false;
