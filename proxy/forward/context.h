@@ -27,6 +27,15 @@ class ExchangeCount {
   ~ExchangeCount() = default;
 };
 
+// A worker's exchanges in flight and their most since the worker last looked; forward() counts them and
+// tells `listener` of each end. The worker keeps this ahead of its io_context and unhooks itself before
+// anything else of it goes, so that an exchange whose coroutine is destroyed with the io_context (a
+// shutdown that stopped it mid-exchange) counts its end into memory that is still there and calls no one.
+struct ExchangesInFlight {
+  std::size_t now = 0, peak = 0;
+  ExchangeCount* listener = nullptr;
+};
+
 struct ForwardContext final : ExchangeHandler {
   // `upstream`: the configured app's address (its protocol is detected there); `connector` opens exchanges
   // to it and to the gateway's instances.
@@ -65,10 +74,7 @@ struct ForwardContext final : ExchangeHandler {
   RequestIdGenerator request_ids;
   std::string scheme = "http";  // X-Forwarded-Proto / Forwarded proto of this listener
   Clock::time_point backlog_said;  // an instance's full listen queue was last logged (once a minute a worker)
-  // Exchanges in flight on this worker and their most since the worker last looked (forward() counts
-  // them); the worker hears of each end (its trim after a burst); none in unit tests.
-  std::size_t exchanges = 0, exchange_peak = 0;
-  ExchangeCount* exchange_count = nullptr;
+  ExchangesInFlight* exchanges = nullptr;  // the worker's; none in unit tests
 };
 
 }  // namespace sluice::proxy

@@ -253,24 +253,25 @@ namespace {
 // One exchange in flight on the worker, from forward()'s start to its end.
 class InFlight {
  public:
-  explicit InFlight(ForwardContext& worker) : worker_(worker) {
-    worker_.exchange_peak = std::max(worker_.exchange_peak, ++worker_.exchanges);
+  explicit InFlight(ExchangesInFlight* count) : count_(count) {
+    if (count_) count_->peak = std::max(count_->peak, ++count_->now);
   }
   ~InFlight() {
-    --worker_.exchanges;
-    if (worker_.exchange_count) worker_.exchange_count->exchange_ended();
+    if (!count_) return;
+    --count_->now;
+    if (count_->listener) count_->listener->exchange_ended();
   }
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;
 
  private:
-  ForwardContext& worker_;
+  ExchangesInFlight* count_;
 };
 
 }  // namespace
 
 asio::awaitable<void> forward(ForwardContext& worker, ServerExchange& down) {
-  InFlight in_flight(worker);
+  InFlight in_flight(worker.exchanges);
   const auto& config = worker.config;
   auto& record = down.record;
   auto& req = down.request();

@@ -38,8 +38,11 @@ class Worker final : private ConnectionCount, private ExchangeCount {
         tls_(tls),
         open_(open) {
     context_.connection_count = this;
-    forward_.exchange_count = this;
+    exchanges_.listener = this;
+    forward_.exchanges = &exchanges_;
   }
+  // Before any member goes: an exchange's coroutine destroyed with the io_context must not call back.
+  ~Worker() { exchanges_.listener = nullptr; }
 
   std::uint16_t bind(const tcp::endpoint& ep, const std::string& name, const net::Netns& netns) {
     return open_listener(acceptor_, ep, name, true, netns);
@@ -163,7 +166,7 @@ class Worker final : private ConnectionCount, private ExchangeCount {
   // connections have fallen below half their peak (a peak of kBurst or more) and still are 2 s later. A
   // burst of requests on connections that stay open (4,000 clients each sending a request and keeping
   // its connection, or a load that ended on an ingress's pooled connections) is over when the exchanges
-  // in flight fell below half their peak (of kExchangeBurst or more) and no more than that many ran
+  // in flight fell below half their peak (of kExchangeBurst or more) and fewer than half that peak ran
   // at once in the 2 s since: a load that merely dips is not a burst that ended, and keeps its free
   // lists. Nothing runs while the counts are steady, so an idle worker stays idle.
   static constexpr std::size_t kBurst = 256;
@@ -176,21 +179,21 @@ class Worker final : private ConnectionCount, private ExchangeCount {
   void exchange_ended() override { after_burst(); }
   bool connections_fell() const { return peak_ >= kBurst && mine_ * 2 < peak_; }
   bool exchanges_fell() const {
-    return forward_.exchange_peak >= kExchangeBurst && forward_.exchanges * 2 < forward_.exchange_peak;
+    return exchanges_.peak >= kExchangeBurst && exchanges_.now * 2 < exchanges_.peak;
   }
   void after_burst() {
     if (trim_armed_ || context_.draining || !(connections_fell() || exchanges_fell())) return;
     trim_armed_ = true;
-    // From here forward_.exchange_peak is the most in flight during the wait; the burst's own is kept.
-    exchanges_before_ = std::max(exchanges_before_, forward_.exchange_peak);
-    forward_.exchange_peak = forward_.exchanges;
+    // From here exchanges_.peak is the most in flight during the wait; the burst's own is kept.
+    exchanges_before_ = std::max(exchanges_before_, exchanges_.peak);
+    exchanges_.peak = exchanges_.now;
     trim_timer_.expires_after(std::chrono::seconds(2));
     trim_timer_.async_wait([this](error_code ec) {
       trim_armed_ = false;
       if (ec) return;
-      const bool exchanges_ended = exchanges_before_ >= kExchangeBurst && forward_.exchange_peak * 2 < exchanges_before_;
+      const bool exchanges_ended = exchanges_before_ >= kExchangeBurst && exchanges_.peak * 2 < exchanges_before_;
       if (!connections_fell() && !exchanges_ended) {
-        forward_.exchange_peak = std::max(forward_.exchange_peak, exchanges_before_);
+        exchanges_.peak = std::max(exchanges_.peak, exchanges_before_);
         exchanges_before_ = 0;
         after_burst();  // still below half: the next 2 s may be quiet (no exchange may end to ask again)
         return;
@@ -198,11 +201,12 @@ class Worker final : private ConnectionCount, private ExchangeCount {
       memory::release_thread_cache();
       ::malloc_trim(0);
       peak_ = mine_;
-      forward_.exchange_peak = forward_.exchanges;
+      exchanges_.peak = exchanges_.now;
       exchanges_before_ = 0;
     });
   }
 
+  ExchangesInFlight exchanges_;  // ahead of io_, which may destroy exchanges' coroutines as it goes
   asio::io_context io_;
   tcp::acceptor acceptor_;
   tcp::acceptor tls_acceptor_;  // open only with a TLS configuration
